@@ -1,0 +1,31 @@
+# Two commands do all set-up: `make demo` and `make test`. Both create .venv when missing.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+export TF_CPP_MIN_LOG_LEVEL := 3
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: demo test install install-test clean
+
+$(VENV)/.installed: setup.cfg pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip check
+	touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/zoo demo
+
+test: $(VENV)/.installed-test
+	$(PY) -m pytest -n 2 -q
+
+clean:
+	rm -rf $(VENV) build *.egg-info

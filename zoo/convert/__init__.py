@@ -1,0 +1,1 @@
+"""Checkpoint interop: Hugging Face, original Google BERT and keras-hub checkpoints."""

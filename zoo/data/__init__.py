@@ -1,0 +1,1 @@
+"""Readers for every benchmark's official format, packing, and tf.data pipelines."""

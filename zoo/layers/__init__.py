@@ -1,0 +1,14 @@
+"""Shared Keras layers for BERT, GPT-1 and ViT (keras.ops only: TensorFlow, JAX and PyTorch)."""
+
+from zoo.layers.attention import AttentionMask, MultiHeadSelfAttention
+from zoo.layers.embeddings import PatchEmbedding, PositionEmbedding, TiedEmbedding
+from zoo.layers.transformer import TransformerBlock
+
+__all__ = [
+    "AttentionMask",
+    "MultiHeadSelfAttention",
+    "PatchEmbedding",
+    "PositionEmbedding",
+    "TiedEmbedding",
+    "TransformerBlock",
+]

@@ -1,0 +1,43 @@
+"""zoo models: `create(name, **overrides)` builds a preset; `names()` lists them."""
+
+import inspect
+
+from zoo.models.backbone import Backbone
+from zoo.models.bert import BertBackbone
+from zoo.models.gpt import GPTBackbone
+from zoo.models.presets import PRESETS
+from zoo.models.vit import ViTBackbone
+
+BACKBONES = {cls.__name__: cls for cls in (BertBackbone, GPTBackbone, ViTBackbone)}
+
+
+def names():
+    """Preset names, in table order."""
+    return list(PRESETS)
+
+
+def create(name, **overrides):
+    """Build a preset with random weights; keyword arguments override its config.
+
+    Any constructor argument of the backbone is an override, e.g. a size from BERT's Table 6:
+    `create("bert_base", num_layers=6, hidden_dim=768, num_heads=12)`.
+
+    Example:
+        >>> import zoo
+        >>> zoo.models.create("bert_tiny").count_params()
+        4385920
+    """
+    if name not in PRESETS:
+        raise KeyError(f"unknown preset {name!r}; known presets: {', '.join(PRESETS)}")
+    class_name, config = PRESETS[name]
+    cls = BACKBONES[class_name]
+    allowed = set(inspect.signature(cls.__init__).parameters) - {"self", "kwargs"}
+    unknown = sorted(set(overrides) - allowed)
+    if unknown:
+        raise TypeError(
+            f"{name}: unknown override(s) {unknown}; {class_name} takes {sorted(allowed)}"
+        )
+    return cls(**{**config, **overrides})
+
+
+__all__ = ["Backbone", "BertBackbone", "GPTBackbone", "ViTBackbone", "create", "names"]

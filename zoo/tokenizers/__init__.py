@@ -1,0 +1,1 @@
+"""Tokenizers that run in tf.data and inside a SavedModel (tensorflow-text / keras-hub ops only)."""
