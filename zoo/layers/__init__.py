@@ -2,10 +2,13 @@
 
 from zoo.layers.attention import AttentionMask, MultiHeadSelfAttention
 from zoo.layers.embeddings import PatchEmbedding, PositionEmbedding, TiedEmbedding
+from zoo.layers.heads import ClassificationHead, MaskedLMHead
 from zoo.layers.transformer import TransformerBlock
 
 __all__ = [
     "AttentionMask",
+    "ClassificationHead",
+    "MaskedLMHead",
     "MultiHeadSelfAttention",
     "PatchEmbedding",
     "PositionEmbedding",

@@ -30,8 +30,8 @@ class PositionEmbedding(keras.layers.Layer):
 
     def call(self, x):
         shape = ops.shape(x)
-        table = ops.slice(self.embeddings, (0, 0), (shape[1], shape[2]))  # (seq, hidden)
-        return ops.broadcast_to(ops.cast(table, x.dtype)[None], shape)
+        table = ops.cast(self.embeddings, x.dtype)[: shape[1]]  # (seq, hidden)
+        return ops.broadcast_to(table[None], shape)
 
     def compute_output_shape(self, input_shape):
         return input_shape

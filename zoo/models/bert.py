@@ -34,6 +34,9 @@ class BertBackbone(Backbone):
         activation: feed-forward activation ("gelu" = exact erf form).
         return_hidden_states: also return `hidden_states`, (batch, num_layers + 1, seq, hidden):
             the embedding output then every layer's output (feature-based use, Table 7).
+        pooler: add the tanh dense layer on [CLS]. Checkpoints trained without next-sentence
+            prediction have none (transformers' BertForMaskedLM); without it `pooled_output` is
+            the [CLS] vector itself, as in `ViTBackbone`.
 
     Example:
         >>> import numpy as np, zoo
@@ -47,13 +50,13 @@ class BertBackbone(Backbone):
     config_keys = (
         "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim", "dropout",
         "attention_dropout", "max_sequence_length", "num_segments", "layer_norm_epsilon",
-        "activation", "return_hidden_states",
+        "activation", "return_hidden_states", "pooler",
     )
 
     def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim=None,
                  dropout=0.1, attention_dropout=0.1, max_sequence_length=512, num_segments=2,
                  layer_norm_epsilon=1e-12, activation="gelu", return_hidden_states=False,
-                 dtype=None, **kwargs):
+                 pooler=True, dtype=None, **kwargs):
         intermediate_dim = intermediate_dim or 4 * hidden_dim
         init = keras.initializers.TruncatedNormal(stddev=0.02)
 
@@ -82,9 +85,9 @@ class BertBackbone(Backbone):
             )
             for i in range(num_layers)
         ]
-        pooler = keras.layers.Dense(
+        pooler_dense = keras.layers.Dense(
             hidden_dim, activation="tanh", kernel_initializer=init, dtype=dtype, name="pooler"
-        )
+        ) if pooler else None
 
         # === Functional Model ===
         token_ids = keras.Input((None,), dtype="int32", name="token_ids")
@@ -98,7 +101,8 @@ class BertBackbone(Backbone):
         for block in blocks:
             x = block(x, attention_mask=mask)
             hidden_states.append(x)
-        outputs = {"sequence_output": x, "pooled_output": pooler(x[:, 0, :])}
+        cls = x[:, 0, :]  # (batch, hidden)
+        outputs = {"sequence_output": x, "pooled_output": pooler_dense(cls) if pooler else cls}
         if return_hidden_states:
             outputs["hidden_states"] = ops.stack(hidden_states, axis=1)
         super().__init__(
@@ -114,4 +118,4 @@ class BertBackbone(Backbone):
         self.position_embedding = position_embedding
         self.embeddings_norm = embeddings_norm
         self.blocks = blocks
-        self.pooler = pooler
+        self.pooler_dense = pooler_dense

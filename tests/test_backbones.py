@@ -1,0 +1,284 @@
+"""The shared harness applied to every backbone family (BERT, GPT-1, ViT), with tiny configs."""
+
+import keras
+import numpy as np
+import pytest
+
+import zoo
+from tests.harness import (BACKENDS, assert_outputs_close, copy_weights, run_in_backend,
+                           to_numpy)
+
+TINY = {
+    "bert": (zoo.models.BertBackbone, dict(
+        vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=24,
+        max_sequence_length=32, num_segments=3)),
+    "gpt": (zoo.models.GPTBackbone, dict(
+        vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=24,
+        max_sequence_length=32)),
+    "vit": (zoo.models.ViTBackbone, dict(
+        image_size=16, patch_size=4, num_layers=2, num_heads=2, hidden_dim=16,
+        intermediate_dim=24)),
+    "vit_no_pooler": (zoo.models.ViTBackbone, dict(
+        image_size=16, patch_size=4, num_layers=2, num_heads=2, hidden_dim=16, pooler=False)),
+}
+FAMILIES = list(TINY)
+TEXT = ["bert", "gpt"]
+
+
+def build(family, seed=0, **overrides):
+    """A tiny model whose every weight (biases and LayerNorms too) is random, so tests see them."""
+    cls, config = TINY[family]
+    keras.utils.set_random_seed(seed)
+    model = cls(**{**config, **overrides})
+    rng = np.random.default_rng(seed)
+    for w in model.weights:
+        w.assign(keras.ops.convert_to_numpy(w) + rng.normal(0, 0.05, w.shape).astype("float32"))
+    return model
+
+
+def inputs_for(family, batch=2, seq=7, seed=1):
+    rng = np.random.default_rng(seed)
+    if family.startswith("vit"):
+        return {"images": rng.standard_normal((batch, 16, 16, 3)).astype("float32")}
+    ids = rng.integers(1, 50, (batch, seq)).astype("int32")
+    mask = np.ones_like(ids)
+    mask[1, seq - 2:] = 0  # second example is padded
+    ids[mask == 0] = 0
+    inputs = {"token_ids": ids, "padding_mask": mask}
+    if family == "bert":
+        inputs["segment_ids"] = (np.arange(seq)[None] >= seq // 2).astype("int32").repeat(batch, 0)
+    return inputs
+
+
+def run(model, inputs):
+    return to_numpy(model(inputs, training=False))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_build_and_output_shapes(family):
+    model = build(family)
+    out = run(model, inputs_for(family))
+    hidden = TINY[family][1]["hidden_dim"]
+    seq = 1 + 16 if family.startswith("vit") else 7
+    assert out["sequence_output"].shape == (2, seq, hidden)
+    if family != "gpt":
+        assert out["pooled_output"].shape == (2, hidden)
+    assert all(np.isfinite(v).all() for v in out.values())
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_config_round_trip(family):
+    model = build(family)
+    config = model.get_config()
+    clone = type(model).from_config(config)
+    assert clone.get_config() == config
+    copy_weights(model, clone)
+    x = inputs_for(family)
+    assert_outputs_close(run(clone, x), run(model, x), atol=0, where=family)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_keras_file_round_trip(family, tmp_path):
+    model = build(family)
+    path = str(tmp_path / f"{family}.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert type(loaded) is type(model) and loaded.get_config() == model.get_config()
+    x = inputs_for(family)
+    assert_outputs_close(run(loaded, x), run(model, x), atol=0, where=family)
+
+
+@pytest.mark.parametrize("family", TEXT)
+@pytest.mark.parametrize("seq", [1, 5, 32])
+def test_variable_sequence_length(family, seq):
+    model = build(family)
+    out = run(model, inputs_for(family, seq=seq))
+    assert out["sequence_output"].shape == (2, seq, 16)
+
+
+@pytest.mark.parametrize("family", TEXT)
+def test_padding_invariance(family):
+    """Appending padding leaves the outputs of real tokens (and BERT's pooled output) unchanged."""
+    model = build(family)
+    short = inputs_for(family, seq=6)
+    for key in short:
+        short[key][1] = short[key][0]  # both rows real, no padding
+    short["padding_mask"][:] = 1
+    long = {k: np.concatenate([v, np.zeros((2, 9), v.dtype)], axis=1) for k, v in short.items()}
+    long["token_ids"][:, 6:] = 7  # whatever the pad positions hold must not matter
+    a, b = run(model, short), run(model, long)
+    np.testing.assert_allclose(b["sequence_output"][:, :6], a["sequence_output"], atol=1e-5)
+    if family == "bert":
+        np.testing.assert_allclose(b["pooled_output"], a["pooled_output"], atol=1e-5)
+
+
+def test_causal_invariance_gpt():
+    """Changing token t leaves GPT-1's outputs at positions < t unchanged, and changes t."""
+    model = build("gpt")
+    x = inputs_for("gpt", seq=10)
+    x["padding_mask"][:] = 1
+    changed = {k: v.copy() for k, v in x.items()}
+    changed["token_ids"][:, 6] = (changed["token_ids"][:, 6] % 49) + 1
+    a, b = run(model, x)["sequence_output"], run(model, changed)["sequence_output"]
+    np.testing.assert_allclose(b[:, :6], a[:, :6], atol=1e-6)
+    assert np.abs(b[:, 6] - a[:, 6]).max() > 1e-3
+
+
+def test_bert_is_bidirectional():
+    """Counterpart of the causal test: in BERT a later token does change earlier outputs."""
+    model = build("bert")
+    x = inputs_for("bert", seq=10)
+    x["padding_mask"][:] = 1
+    changed = {k: v.copy() for k, v in x.items()}
+    changed["token_ids"][:, 6] = (changed["token_ids"][:, 6] % 49) + 1
+    a, b = run(model, x)["sequence_output"], run(model, changed)["sequence_output"]
+    assert np.abs(b[:, 0] - a[:, 0]).max() > 1e-3
+
+
+def test_bert_hidden_states():
+    model = build("bert", return_hidden_states=True)
+    out = run(model, inputs_for("bert"))
+    assert out["hidden_states"].shape == (2, 3, 7, 16)  # embeddings + 2 layers
+    np.testing.assert_array_equal(out["hidden_states"][:, -1], out["sequence_output"])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_mixed_precision_bfloat16(family):
+    reference = build(family)
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        model = build(family)
+    finally:
+        keras.config.set_dtype_policy(previous)
+    copy_weights(reference, model)
+    x = inputs_for(family)
+    out = run(model, x)
+    assert model.compute_dtype == "bfloat16" and model.weights[0].dtype == "float32"
+    assert all(np.isfinite(v).all() for v in out.values())
+    # bfloat16 keeps ~3 significant digits: outputs of LayerNorm-scale stay within a few 1e-2.
+    assert_outputs_close(out, run(reference, x), atol=0.1, where=f"{family} bf16 vs fp32")
+
+
+def test_attention_explicit_path_matches_fused():
+    """The training path with attention dropout computes the same function as the fused op."""
+    layer = zoo.layers.MultiHeadSelfAttention(num_heads=2, dropout=0.5)
+    x = np.random.default_rng(0).standard_normal((2, 5, 8)).astype("float32")
+    padding = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    for causal in (False, True):
+        mask = zoo.layers.AttentionMask(causal=causal)(padding)
+        fused = layer(x, attention_mask=mask, training=False)
+        layer.dropout_layer.rate = 0.0  # explicit path, dropout a no-op
+        explicit = layer(x, attention_mask=mask, training=True)
+        layer.dropout_layer.rate = 0.5
+        np.testing.assert_allclose(explicit, fused, atol=1e-6)
+
+
+def test_vit_other_resolution():
+    model = build("vit")
+    same = model.with_image_size(16)
+    x = inputs_for("vit")
+    assert_outputs_close(run(same, x), run(model, x), atol=0)
+    bigger = model.with_image_size(32)
+    out = run(bigger, {"images": np.zeros((1, 32, 32, 3), "float32")})
+    assert out["sequence_output"].shape == (1, 1 + 64, 16)
+    old = keras.ops.convert_to_numpy(model.patch_embedding.position_embedding)
+    new = keras.ops.convert_to_numpy(bigger.patch_embedding.position_embedding)
+    np.testing.assert_array_equal(new[:, 0], old[:, 0])  # class-token position kept
+    # Upsampling 4x4 -> 8x8 by 2: the mean over the grid is nearly kept (bicubic, half-pixel).
+    np.testing.assert_allclose(new[0, 1:].mean(0), old[0, 1:].mean(0), atol=0.02)
+
+
+# --- Same weights, same outputs on TensorFlow, JAX and PyTorch --------------------------------
+
+
+@pytest.fixture(scope="module")
+def saved_models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("backends")
+    saved = {}
+    for family in FAMILIES:
+        model, x = build(family), inputs_for(family)
+        model.save(str(root / f"{family}.keras"))
+        np.savez(root / f"{family}_inputs.npz", **x)
+        saved[family] = (root, run(model, x))
+    return saved
+
+
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != "tensorflow"])
+def test_same_outputs_on_every_backend(backend, saved_models):
+    root = saved_models[FAMILIES[0]][0]
+    results = run_in_backend(backend, "tests.test_backbones:forward_all", root)
+    for family in FAMILIES:
+        _, expected = saved_models[family]
+        got = {k.split("/", 1)[1]: v for k, v in results.items() if k.startswith(family + "/")}
+        assert_outputs_close(got, expected, atol=1e-5, where=f"{family} on {backend}")
+
+
+def forward_all(root):
+    """Run every saved tiny model under the current backend (called by `run_in_backend`)."""
+    from tests.harness import forward_saved_model
+
+    results = {}
+    for family in FAMILIES:
+        out = forward_saved_model(f"{root}/{family}.keras", f"{root}/{family}_inputs.npz")
+        results.update({f"{family}/{k}": v for k, v in out.items()})
+    return results
+
+
+# --- Presets: parameter counts equal the reference implementation ----------------------------
+
+# Published figures (issue #2), from transformers' BertModel / OpenAIGPTModel / ViTModel.
+PUBLISHED = {"bert_base": 109_482_240, "bert_large": 335_141_888, "gpt1": 116_534_784,
+             "vit_base16": 86_389_248}
+
+
+def reference_parameter_count(class_name, config):
+    """transformers' count for the same architecture, built on the meta device (no memory)."""
+    import torch
+    import transformers
+
+    h = config["hidden_dim"]
+    with torch.device("meta"):
+        if class_name == "BertBackbone":
+            ref = transformers.BertModel(transformers.BertConfig(
+                vocab_size=config["vocabulary_size"], hidden_size=h,
+                num_hidden_layers=config["num_layers"], num_attention_heads=config["num_heads"],
+                intermediate_size=config.get("intermediate_dim") or 4 * h,
+                max_position_embeddings=config["max_sequence_length"],
+                type_vocab_size=config["num_segments"]))
+        elif class_name == "GPTBackbone":
+            ref = transformers.OpenAIGPTModel(transformers.OpenAIGPTConfig(
+                vocab_size=config["vocabulary_size"], n_embd=h, n_layer=config["num_layers"],
+                n_head=config["num_heads"], n_positions=config["max_sequence_length"]))
+        else:
+            ref = transformers.ViTModel(transformers.ViTConfig(
+                image_size=config["image_size"], patch_size=config["patch_size"], hidden_size=h,
+                num_hidden_layers=config["num_layers"], num_attention_heads=config["num_heads"],
+                intermediate_size=config.get("intermediate_dim") or 4 * h), add_pooling_layer=True)
+    return sum(p.numel() for p in ref.parameters())
+
+
+@pytest.mark.parametrize("name", zoo.models.names())
+def test_preset_parameter_count(name):
+    class_name, config = zoo.models.presets.PRESETS[name]
+    model = zoo.models.create(name)
+    count = model.count_params()
+    assert count == reference_parameter_count(class_name, config)
+    if name in PUBLISHED:
+        assert count == PUBLISHED[name]
+    keras.backend.clear_session()
+
+
+def test_table6_size_is_an_override():
+    """BERT paper Table 6 row L=3, H=768, A=12: feed-forward width follows as 4H."""
+    model = zoo.models.create("bert_base", num_layers=3)
+    config = dict(zoo.models.presets.PRESETS["bert_base"][1], num_layers=3)
+    assert model.intermediate_dim == 3072
+    assert model.count_params() == reference_parameter_count("BertBackbone", config)
+
+
+def test_create_rejects_unknown_names():
+    with pytest.raises(KeyError, match="bert_huge.*known presets: bert_tiny"):
+        zoo.models.create("bert_huge")
+    with pytest.raises(TypeError, match=r"unknown override\(s\) \['hidden_size'\]"):
+        zoo.models.create("bert_tiny", hidden_size=64)
