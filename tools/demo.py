@@ -6,6 +6,8 @@ published parameter count and runs on this machine.
 
 import time
 
+import numpy as np
+
 
 def register(subparsers):
     parser = subparsers.add_parser(
@@ -22,7 +24,7 @@ def register(subparsers):
 
 def run(args):
     import keras
-    import numpy as np
+    from tqdm import tqdm
 
     import zoo
 
@@ -30,7 +32,7 @@ def run(args):
     rows = []
     print(f"keras {keras.__version__}, backend {keras.backend.backend()}; "
           f"batch {args.batch_size}, sequence length {args.sequence_length}")
-    for name in names:
+    for name in tqdm(names, desc="presets", unit="model"):
         start = time.perf_counter()
         model = zoo.models.create(name)
         built = time.perf_counter() - start
@@ -41,7 +43,6 @@ def run(args):
         forward = time.perf_counter() - start
         shapes = ", ".join(f"{k} {tuple(v.shape)}" for k, v in outputs.items())
         rows.append((name, f"{model.count_params():,}", shapes, f"{built:.1f}", f"{forward:.2f}"))
-        print(f"  {name}: done", flush=True)
         del model
         keras.backend.clear_session()
     header = ("preset", "parameters", "outputs", "build s", "forward s")
