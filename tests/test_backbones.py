@@ -282,3 +282,24 @@ def test_create_rejects_unknown_names():
         zoo.models.create("bert_huge")
     with pytest.raises(TypeError, match=r"unknown override\(s\) \['hidden_size'\]"):
         zoo.models.create("bert_tiny", hidden_size=64)
+
+
+def test_default_activations_match_the_references():
+    """GPT-1's default is the tanh GELU of transformers' OpenAIGPT; BERT's is the erf GELU."""
+    import inspect
+
+    import torch
+    import transformers
+    from transformers.models.openai import modeling_openai
+
+    from zoo.layers.transformer import _activation
+
+    x = np.linspace(-6, 6, 401).astype("float32")
+    gpt_default = inspect.signature(zoo.models.GPTBackbone).parameters["activation"].default
+    hf_gpt = modeling_openai.ACT_FNS[transformers.OpenAIGPTConfig().afn]
+    bert_default = inspect.signature(zoo.models.BertBackbone).parameters["activation"].default
+    hf_bert = transformers.activations.ACT2FN[transformers.BertConfig().hidden_act]
+    for ours, theirs in ((gpt_default, hf_gpt), (bert_default, hf_bert)):
+        expected = theirs(torch.tensor(x)).numpy()
+        got = keras.ops.convert_to_numpy(_activation(ours)(x))
+        np.testing.assert_allclose(got, expected, atol=1e-6)

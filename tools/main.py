@@ -14,6 +14,7 @@ COMMANDS = {
     "demo": "tools.demo",
     "benchmark": "tools.benchmark",
     "data": "tools.data",
+    "convert": "tools.convert",
 }
 
 

@@ -1,1 +1,24 @@
-"""Checkpoint interop: Hugging Face, original Google BERT and keras-hub checkpoints."""
+"""Checkpoint interop: Hugging Face, original Google BERT and keras-hub checkpoints.
+
+Every converter applies an explicit weight map (one entry per tensor, shapes checked) and
+fails with a `ConversionError` naming the key or file: unknown model types, missing or
+unused tensors, shape mismatches, unreadable files. Head models (`BertPretrainingModel`,
+`GPTLanguageModel`, `ViTClassifier`) wrap a backbone with the task heads of a checkpoint.
+"""
+
+from zoo.convert.bert_checkpoint import from_bert_checkpoint
+from zoo.convert.core import ConversionError
+from zoo.convert.head_models import BertPretrainingModel, GPTLanguageModel, ViTClassifier
+from zoo.convert.huggingface import from_huggingface, to_huggingface
+from zoo.convert.keras_hub_presets import from_keras_hub
+
+__all__ = [
+    "BertPretrainingModel",
+    "ConversionError",
+    "GPTLanguageModel",
+    "ViTClassifier",
+    "from_bert_checkpoint",
+    "from_huggingface",
+    "from_keras_hub",
+    "to_huggingface",
+]

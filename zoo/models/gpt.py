@@ -3,8 +3,10 @@
 Radford et al. 2018, "Improving Language Understanding by Generative Pre-Training".
 Section 4.1 (model specifications): 12-layer decoder-only Transformer with masked (causal)
 self-attention, 768 hidden, 12 heads, 3072 feed-forward, learned position embeddings
-(512 positions), GELU, post-LayerNorm blocks as in the original Transformer, and no final
-LayerNorm. The LM head is the transposed token embedding (`TiedEmbedding`).
+(512 positions), GELU in its tanh form (`gelu` in OpenAI's finetune-transformer-lm code and
+`gelu_new` behind transformers' `afn="gelu"`), post-LayerNorm blocks as in the original
+Transformer, and no final LayerNorm. The LM head is the transposed token embedding
+(`TiedEmbedding`).
 """
 
 import keras
@@ -30,8 +32,8 @@ class GPTBackbone(Backbone):
         attention_dropout: dropout on attention probabilities (0.1 in the paper).
         max_sequence_length: number of learned positions.
         layer_norm_epsilon: LayerNorm epsilon (1e-5 in the original code).
-        activation: "gelu" (erf, as transformers' openai-gpt config) or "gelu_approximate"
-            (the tanh form of OpenAI's own code).
+        activation: "gelu_approximate" (the tanh form of OpenAI's code and of transformers'
+            OpenAIGPTModel) or "gelu" (the exact erf form).
 
     Example:
         >>> import numpy as np, zoo
@@ -49,7 +51,7 @@ class GPTBackbone(Backbone):
 
     def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim=None,
                  dropout=0.1, attention_dropout=0.1, max_sequence_length=512,
-                 layer_norm_epsilon=1e-5, activation="gelu", dtype=None, **kwargs):
+                 layer_norm_epsilon=1e-5, activation="gelu_approximate", dtype=None, **kwargs):
         intermediate_dim = intermediate_dim or 4 * hidden_dim
         init = keras.initializers.RandomNormal(stddev=0.02)  # section 4.1: N(0, 0.02)
 

@@ -1,0 +1,130 @@
+"""`zoo convert SRC DST [--to zoo|hf]`: convert a checkpoint to a zoo model or to Hugging Face.
+
+SRC is detected:
+  Hugging Face folder       config.json with a "model_type" (bert, openai-gpt, vit) and
+                            model.safetensors (or shards); pytorch_model.bin is refused
+  keras-hub preset folder   config.json of a keras_hub>BertBackbone or >ViTBackbone and
+                            model.weights.h5
+  Google BERT checkpoint    a prefix PREFIX with PREFIX.index (or a folder holding exactly one
+                            *.ckpt.index), with bert_config.json beside it or --bert-config
+  zoo model                 a .keras file (with --to hf)
+
+DST, written atomically (staged beside DST, renamed when complete; DST must not exist and
+nothing is left there on failure):
+  --to zoo (default)  one .keras file; load it with keras.saving.load_model after
+                      `import zoo.convert`
+  --to hf             a folder with config.json and model.safetensors for transformers'
+                      from_pretrained
+"""
+
+import argparse
+import pathlib
+import sys
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "convert", help="convert a checkpoint to a zoo .keras file or to Hugging Face",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("src", metavar="SRC", help="checkpoint to read (format detected)")
+    parser.add_argument("dst", metavar="DST",
+                        help="file (--to zoo: must end in .keras) or folder (--to hf) to create")
+    parser.add_argument("--to", choices=("zoo", "hf"), default="zoo",
+                        help="output format (default: zoo)")
+    parser.add_argument("--with-head", action="store_true",
+                        help="keep the checkpoint's task head (MLM/NSP, LM, classifier)")
+    parser.add_argument("--bert-config", metavar="JSON",
+                        help="bert_config.json of a Google BERT checkpoint "
+                             "(default: the one beside it)")
+    parser.set_defaults(func=run)
+
+
+def run(args):
+    from zoo.convert import ConversionError
+
+    try:
+        dst = pathlib.Path(args.dst)
+        if dst.exists():
+            raise ConversionError(f"{dst}: already exists; choose a new destination")
+        if args.to == "zoo" and dst.suffix != ".keras":
+            raise ConversionError(f"{dst}: --to zoo writes one .keras file; name it *.keras")
+        if args.to == "zoo" and args.src.endswith(".keras"):
+            raise ConversionError(f"{args.src}: already a zoo model; use --to hf")
+        kind, model = _read(pathlib.Path(args.src), args)
+        if args.to == "hf":
+            _write_huggingface(model, dst, kind)
+        else:
+            _write_keras(model, dst)
+    except ConversionError as error:
+        print(f"zoo convert: error: {error}", file=sys.stderr)
+        return 1
+    print(f"{args.src} ({kind}) -> {dst}")
+    return 0
+
+
+def _read(src, args):
+    """(format name, zoo model) for SRC."""
+    import zoo.convert
+    from zoo.convert import ConversionError
+    from zoo.convert.core import read_json
+
+    if src.suffix == ".keras" and src.is_file():
+        return "zoo", _load_keras(src)
+    if (src / "config.json").is_file():
+        config = read_json(src / "config.json")
+        if "model_type" in config:
+            return "huggingface", zoo.convert.from_huggingface(
+                src, with_head=args.with_head, progress=True)
+        if str(config.get("registered_name", "")).startswith("keras_hub>"):
+            if args.with_head:
+                raise ConversionError(f"{src}: keras-hub presets are read as backbones only; "
+                                      "drop --with-head")
+            return "keras-hub", zoo.convert.from_keras_hub(src, progress=True)
+    prefix = _checkpoint_prefix(src)
+    if prefix is not None:
+        bert_config = args.bert_config or prefix.parent / "bert_config.json"
+        return "google-bert", zoo.convert.from_bert_checkpoint(
+            prefix, bert_config, with_head=args.with_head, progress=True)
+    raise ConversionError(
+        f"{src}: not a recognised checkpoint; expected a Hugging Face or keras-hub folder "
+        "(config.json), a Google BERT checkpoint prefix (PREFIX.index) or a .keras file"
+    )
+
+
+def _checkpoint_prefix(src):
+    if pathlib.Path(f"{src}.index").is_file():
+        return src
+    if src.is_dir():
+        indexes = sorted(src.glob("*.ckpt.index"))
+        if len(indexes) == 1:
+            return indexes[0].with_suffix("")
+    return None
+
+
+def _load_keras(path):
+    import keras
+
+    import zoo.convert  # noqa: F401  (registers the head models for deserialization)
+    from zoo.convert import ConversionError
+
+    try:
+        return keras.saving.load_model(path)
+    except Exception as error:  # Keras raises many types for a damaged or foreign file
+        raise ConversionError(f"{path}: cannot load this .keras file: {error}") from error
+
+
+def _write_keras(model, dst):
+    from zoo.convert.core import atomic_output
+
+    with atomic_output(dst) as staged:
+        model.save(str(staged))
+
+
+def _write_huggingface(model, dst, kind):
+    import zoo.convert
+    from zoo.convert import ConversionError
+
+    if kind == "huggingface":
+        raise ConversionError(f"{dst}: the source is already a Hugging Face checkpoint")
+    zoo.convert.to_huggingface(model, dst, progress=True)
