@@ -11,7 +11,8 @@ def python_blocks():
         return re.findall(r"```python\n(.*?)```", f.read(), flags=re.S)
 
 
-def test_readme_python_examples_run():
+def test_readme_python_examples_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the examples write sample data and checkpoints
     blocks = python_blocks()
     assert blocks, "README.md has no ```python example"
     for block in blocks:

@@ -12,7 +12,7 @@ SRC is detected:
 DST, written atomically (staged beside DST, renamed when complete; DST must not exist and
 nothing is left there on failure):
   --to zoo (default)  one .keras file; load it with keras.saving.load_model after
-                      `import zoo.convert`
+                      `import zoo`
   --to hf             a folder with config.json and model.safetensors for transformers'
                       from_pretrained
 """

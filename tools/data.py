@@ -3,9 +3,13 @@
   zoo data vocab    --corpus FILES --size N --kind wordpiece|bpe --out DIR
   zoo data pretrain --corpus FILES --vocab V --out DIR
   zoo data samples  --out DIR
+  zoo data check    TASK PATH [--skip-bad-rows]
 """
 
 import argparse
+import logging
+import os
+import sys
 
 
 def register(subparsers):
@@ -38,26 +42,80 @@ def register(subparsers):
     samples.add_argument("--seed", type=int, default=0)
     samples.set_defaults(func=run_samples)
 
+    check = commands.add_parser(
+        "check", help="read a benchmark file with its reader: counts, labels, bad rows")
+    check.add_argument("task", help="a task name, e.g. glue/mnli, squad_v2, conll2003")
+    check.add_argument("path", help="the file (a directory for race and image_folder)")
+    check.add_argument("--skip-bad-rows", action="store_true",
+                       help="skip malformed rows, then count and list them (default: stop at "
+                            "the first with its file and line)")
+    check.set_defaults(func=run_check)
+
 
 def run_vocab(args):
     from zoo.tokenizers.training import train_vocabulary
 
-    train_vocabulary(args.corpus, size=args.size, kind=args.kind, out=args.out,
-                     lowercase=args.lowercase)
+    tokenizer = train_vocabulary(args.corpus, size=args.size, kind=args.kind, out=args.out,
+                                 lowercase=args.lowercase)
+    print(f"wrote a {args.kind} vocabulary of {int(tokenizer.vocabulary_size())} tokens to "
+          f"{args.out} (load it with zoo.tokenizers.from_directory)")
     return 0
 
 
 def run_pretrain(args):
     from zoo.data.pretraining import write_pretraining_data
 
-    write_pretraining_data(args.corpus, vocab=args.vocab, out=args.out,
-                           max_sequence_lengths=args.max_sequence_length, shards=args.shards,
-                           seed=args.seed)
+    results = write_pretraining_data(args.corpus, vocab=args.vocab, out=args.out,
+                                     max_sequence_lengths=args.max_sequence_length,
+                                     shards=args.shards, seed=args.seed)
+    for length, meta in results.items():
+        print(f"seq{length}: {meta['num_instances']} sentence pairs from "
+              f"{meta['num_documents']} documents, {meta['random_next_fraction']:.1%} random "
+              f"next, {len(meta['shards'])} shards in {os.path.join(args.out, f'seq{length}')}")
     return 0
 
 
 def run_samples(args):
     from zoo.data.samples import write_samples
 
-    write_samples(args.out, seed=args.seed)
+    manifest = write_samples(args.out, seed=args.seed)
+    size = sum(os.path.getsize(os.path.join(root, name))
+               for root, _, names in os.walk(args.out) for name in names)
+    print(f"wrote {len(manifest['tasks'])} sample datasets and a pretraining corpus to "
+          f"{args.out} ({size / 1e6:.1f} MB); {os.path.join(args.out, 'manifest.json')} lists "
+          "the files")
+    return 0
+
+
+def run_check(args):
+    from collections import Counter
+
+    from zoo.data import DataError, read_examples
+
+    logging.getLogger("zoo.data").setLevel(logging.ERROR)  # the report is printed below instead
+    counts = Counter()
+    try:
+        examples = read_examples(args.task, args.path, skip_bad_rows=args.skip_bad_rows)
+        for example in examples:
+            if "tags" in example:
+                counts.update(example["tags"])
+            elif "is_impossible" in example:
+                counts["unanswerable" if example["is_impossible"] else "answerable"] += 1
+            elif not isinstance(example["label"], float):  # STS-B scores are not counted
+                label = example["label"]
+                counts[examples.labels[label] if examples.task.kind == "image" else label] += 1
+    except (ValueError, OSError) as error:  # a DataError, an unknown task, a missing file
+        hint = ""
+        if isinstance(error, DataError) and not args.skip_bad_rows:
+            hint = " (--skip-bad-rows skips, counts and lists such rows)"
+        print(f"error: {error}{hint}", file=sys.stderr)
+        return 1
+    report = examples.report
+    print(f"{args.task}: {report.examples} examples in {args.path}")
+    if counts:
+        print("  " + ", ".join(f"{label} {n}" for label, n in sorted(counts.items(), key=str)))
+    if report.skipped:
+        print(report)
+        for reason, error in report.first_errors.items():
+            print(f"  first {reason}: {error}")
     return 0

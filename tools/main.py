@@ -5,9 +5,11 @@ Each subcommand module defines `register(subparsers)`, which adds its parser and
 """
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
+import tempfile
 
 # Subcommand name -> module under tools/. A new command is one file plus one line here.
 COMMANDS = {
@@ -28,10 +30,44 @@ def build_parser():
     return parser
 
 
+@contextlib.contextmanager
+def _quiet_stderr_fd():
+    """Silence file descriptor 2 for the duration; on an exception, replay what was captured.
+
+    TensorFlow's C++ libraries log CUDA/oneDNN start-up lines while loading, before absl logging
+    starts, so TF_CPP_MIN_LOG_LEVEL cannot hide them; capturing the descriptor can.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            captured.seek(0)
+            sys.stderr.write(captured.read().decode(errors="replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
 def main(argv=None):
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TF's CUDA/oneDNN start-up noise
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TF's Python-side logging
     args = build_parser().parse_args(argv)
-    return args.func(args) or 0
+    with _quiet_stderr_fd():
+        import tensorflow  # noqa: F401  (loaded here so its start-up lines are not shown)
+    try:
+        return args.func(args) or 0
+    except (OSError, ValueError, KeyError) as error:
+        # Bad input (a missing file, a malformed row, an unknown key): the message names the
+        # file, line or key, which is what the user needs; the traceback is for developers.
+        if os.environ.get("ZOO_TRACEBACK"):
+            raise
+        print(f"zoo {args.command}: error: {error}\n(set ZOO_TRACEBACK=1 for the traceback)",
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

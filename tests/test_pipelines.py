@@ -1,0 +1,311 @@
+"""Fine-tuning input pipelines: SQuAD windows, CoNLL NER alignment, images, causal-LM blocks.
+
+References are independent: transformers' fast BERT tokenizer (overflowing windows, offsets,
+`word_ids()`), literal re-implementations of `run_squad.py`'s doc-span loop and
+`_check_is_max_context`, and transformers' `ViTImageProcessor`.
+"""
+
+import random
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.data_fixtures import WORDS, random_sentence, wordpiece, write_vocab
+from zoo.data.causal_lm import causal_lm_dataset
+from zoo.data.images import image_dataset
+from zoo.data.ner import align_tokens, ner_dataset
+from zoo.data.readers import CONLL_TAGS
+from zoo.data.squad import squad_dataset, squad_windows
+
+
+@pytest.fixture(scope="module")
+def vocab_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("vocab")
+    write_vocab(str(directory))
+    return directory
+
+
+@pytest.fixture(scope="module")
+def tokenizer(vocab_dir):
+    return wordpiece(str(vocab_dir / "vocab.txt"))
+
+
+@pytest.fixture(scope="module")
+def hf_tokenizer(vocab_dir):
+    import transformers
+    return transformers.BertTokenizerFast.from_pretrained(str(vocab_dir), do_lower_case=True)
+
+
+# === SQuAD ===
+
+
+def run_squad_doc_spans(num_tokens, max_tokens_for_doc, doc_stride):
+    """`convert_examples_to_features` of google-research/bert `run_squad.py`, verbatim logic."""
+    doc_spans, start_offset = [], 0
+    while start_offset < num_tokens:
+        length = min(num_tokens - start_offset, max_tokens_for_doc)
+        doc_spans.append((start_offset, length))
+        if start_offset + length == num_tokens:
+            break
+        start_offset += min(length, doc_stride)
+    return doc_spans
+
+
+def run_squad_is_max_context(doc_spans, cur_span_index, position):
+    """`_check_is_max_context` of `run_squad.py`."""
+    best_score, best_span_index = None, None
+    for span_index, (start, length) in enumerate(doc_spans):
+        end = start + length - 1
+        if position < start or position > end:
+            continue
+        score = min(position - start, end - position) + 0.01 * length
+        if best_score is None or score > best_score:
+            best_score, best_span_index = score, span_index
+    return cur_span_index == best_span_index
+
+
+# Accents are stripped by the uncased normalizer: offsets must still index the original text.
+ACCENTED = ["Zürich", "café", "Naïve", "résumé", "Ångström"]
+
+
+def squad_examples(num, seed):
+    """Contexts of random sentences; answers are word-aligned spans or unanswerable."""
+    rng = random.Random(seed)
+    examples = []
+    for k in range(num):
+        sentences = [random_sentence(rng, 2, 14) for _ in range(rng.randint(1, 12))]
+        context = " ".join(f"{s} {rng.choice(ACCENTED)}," if rng.random() < 0.3 else s
+                           for s in sentences)
+        question = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 8))) + "?"
+        words = context.split(" ")
+        i = rng.randrange(len(words))
+        j = min(len(words), i + rng.randint(1, 4))
+        start = len(" ".join(words[:i])) + (i > 0)
+        text = " ".join(words[i:j])
+        assert context[start:start + len(text)] == text
+        impossible = k % 5 == 0
+        examples.append({"id": f"q{k}", "question": question, "context": context,
+                         "answers": [] if impossible else [{"text": text, "answer_start": start}],
+                         "is_impossible": impossible})
+    return examples
+
+
+@pytest.mark.parametrize("max_sequence_length,doc_stride", [(48, 16), (64, 7), (384, 128)])
+def test_squad_windows_match_transformers(tokenizer, hf_tokenizer, max_sequence_length,
+                                          doc_stride):
+    examples = squad_examples(150, seed=max_sequence_length)
+    windows = squad_windows(examples, tokenizer, max_sequence_length, doc_stride)
+    rows = {}
+    for row, index in enumerate(windows["example_index"]):
+        rows.setdefault(int(index), []).append(row)
+    assert sorted(rows) == list(range(len(examples)))
+    multi = 0
+    for index, example in enumerate(examples):
+        question = hf_tokenizer(example["question"], add_special_tokens=False)["input_ids"]
+        window = max_sequence_length - len(question) - 3
+        context_ids = hf_tokenizer(example["context"], add_special_tokens=False)["input_ids"]
+        if len(context_ids) <= window:
+            stride = 0
+        else:  # transformers' stride is the overlap of consecutive windows.
+            stride = window - min(window, doc_stride)
+        hf = hf_tokenizer(example["question"], example["context"], truncation="only_second",
+                          max_length=max_sequence_length, stride=stride,
+                          return_overflowing_tokens=True, return_offsets_mapping=True)
+        ours = rows[index]
+        assert len(ours) == len(hf["input_ids"])
+        multi += len(ours) > 1
+        spans = run_squad_doc_spans(len(context_ids), window, doc_stride)
+        assert len(spans) == len(ours)
+        answer = None
+        if example["answers"]:
+            start = example["answers"][0]["answer_start"]
+            answer = (start, start + len(example["answers"][0]["text"]))
+        for w, row in enumerate(ours):
+            n = len(hf["input_ids"][w])
+            assert windows["token_ids"][row, :n].tolist() == hf["input_ids"][w]
+            assert not windows["padding_mask"][row, n:].any()
+            assert windows["segment_ids"][row, :n].tolist() == hf["token_type_ids"][w]
+            sequence_ids = hf.sequence_ids(w)
+            context = np.array([s == 1 for s in sequence_ids] + [False] * (max_sequence_length - n))
+            assert (windows["context_mask"][row] == context).all()
+            offsets = np.array(hf["offset_mapping"][w])[context[:n]]
+            assert (windows["offsets"][row][context] == offsets).all()
+            # Label as transformers' run_qa.py does it, from the offsets of this window.
+            expected = (0, 0)
+            if answer is not None and offsets[0, 0] <= answer[0] and offsets[-1, 1] >= answer[1]:
+                first = sequence_ids.index(1)
+                tokens = np.flatnonzero((offsets[:, 1] > answer[0]) & (offsets[:, 0] < answer[1]))
+                expected = (first + tokens[0], first + tokens[-1])
+            got = (windows["start_positions"][row], windows["end_positions"][row])
+            assert got == expected
+            if got != (0, 0):  # the token span maps back to exactly the answer text
+                chars = windows["offsets"][row]
+                text = example["context"][chars[got[0], 0]:chars[got[1], 1]]
+                assert text == example["answers"][0]["text"]
+            prefix = sequence_ids.index(1)
+            start, length = spans[w]
+            max_context = [run_squad_is_max_context(spans, w, start + i) for i in range(length)]
+            assert windows["max_context_mask"][row, prefix:prefix + length].tolist() == max_context
+            assert windows["max_context_mask"][row].sum() == sum(max_context)
+        # Each context token is "max context" in exactly one window.
+        assert windows["max_context_mask"][ours].sum() == len(context_ids)
+        assert (windows["example_id"][ours] == example["id"]).all()
+    assert multi >= (10 if max_sequence_length < 384 else 0)
+    answerable = np.array([bool(examples[i]["answers"]) for i in windows["example_index"]])
+    labelled = windows["start_positions"] > 0
+    assert labelled.sum() >= 50 and (~labelled & answerable).sum() >= (
+        20 if max_sequence_length < 384 else 0)  # answer outside the window: [CLS]
+
+
+def test_squad_long_context_and_query_truncation(tokenizer, hf_tokenizer):
+    rng = random.Random(3)
+    context = " ".join(random_sentence(rng) for _ in range(120))  # ~1000 tokens
+    words = context.split(" ")
+    start = len(" ".join(words[:700])) + 1
+    example = {"id": "long", "question": " ".join(["who"] * 100) + "?", "context": context,
+               "answers": [{"text": words[700], "answer_start": start}], "is_impossible": False}
+    windows = squad_windows([example], tokenizer)  # 384 / 128 / 64
+    hf = hf_tokenizer(context, add_special_tokens=False, return_offsets_mapping=True)
+    spans = run_squad_doc_spans(len(hf["input_ids"]), 384 - 64 - 3, 128)
+    assert len(windows["token_ids"]) == len(spans) > 3
+    # The question is cut to 64 tokens: [CLS] + 64 + [SEP], then context.
+    segment_ids = windows["segment_ids"]
+    assert (segment_ids[:, :66] == 0).all() and (segment_ids[:, 66] == 1).all()
+    answer_token = [s for s, _ in hf["offset_mapping"]].index(start)
+    labelled = np.flatnonzero(windows["start_positions"])
+    assert labelled.tolist() == [w for w, (s, n) in enumerate(spans) if s <= answer_token < s + n]
+    assert len(labelled) >= 2
+    for row in labelled:
+        chars = windows["offsets"][row]
+        s, e = windows["start_positions"][row], windows["end_positions"][row]
+        assert context[chars[s, 0]:chars[e, 1]] == words[700]
+    ds = squad_dataset(windows, batch_size=2)
+    x, y = next(iter(ds))
+    assert set(x) == {"token_ids", "segment_ids", "padding_mask"}
+    assert set(y) == {"start_positions", "end_positions"}
+    assert x["token_ids"].shape == (2, 384)
+
+
+# === CoNLL NER ===
+
+
+def ner_examples(num, seed):
+    rng = random.Random(seed)
+    odd = ["U.S.", "Mary's", "xyzzy", "EU", "1996-08-22", "(", "Qwerty", "--", "don't", "PARIS",
+           *ACCENTED, "\u00ad"]  # a soft hyphen alone: no token, transformers skips the word
+    return [{"words": [rng.choice(WORDS + odd) for _ in range(rng.randint(1, 30))],
+             "tags": [rng.choice(CONLL_TAGS) for _ in range(30)]} for _ in range(num)]
+
+
+@pytest.mark.parametrize("max_sequence_length", [64, 12])
+def test_ner_alignment_matches_transformers_word_ids(tokenizer, hf_tokenizer,
+                                                     max_sequence_length):
+    examples = ner_examples(60, seed=max_sequence_length)
+    for example in examples:
+        example["tags"] = example["tags"][:len(example["words"])]
+    words = tf.ragged.constant([e["words"] for e in examples])
+    aligned = {k: v.numpy() for k, v in align_tokens(words, tokenizer, max_sequence_length).items()}
+    ds = ner_dataset(examples, tokenizer, CONLL_TAGS, batch_size=16,
+                     max_sequence_length=max_sequence_length)
+    batches = list(ds)
+    labels = np.concatenate([y.numpy() for _, y, _ in batches])
+    weights = np.concatenate([w.numpy() for _, _, w in batches])
+    token_ids = np.concatenate([x["token_ids"].numpy() for x, _, _ in batches])
+    truncated = 0
+    for k, example in enumerate(examples):
+        hf = hf_tokenizer(example["words"], is_split_into_words=True, truncation=True,
+                          max_length=max_sequence_length)
+        n = len(hf["input_ids"])
+        assert aligned["token_ids"][k, :n].tolist() == hf["input_ids"]
+        assert (token_ids[k] == aligned["token_ids"][k]).all()
+        assert aligned["padding_mask"][k].tolist() == [1] * n + [0] * (max_sequence_length - n)
+        hf_words = [-1 if w is None else w for w in hf.word_ids()]
+        assert aligned["word_ids"][k, :n].tolist() == hf_words
+        first = [w >= 0 and (i == 0 or hf_words[i - 1] != w) for i, w in enumerate(hf_words)]
+        assert weights[k, :n].tolist() == first and not weights[k, n:].any()
+        tag_ids = [CONLL_TAGS.index(t) for t in example["tags"]]
+        assert labels[k, :n].tolist() == [tag_ids[w] if f else 0 for w, f in zip(hf_words, first)]
+        truncated += len(set(hf_words) - {-1}) < len(example["words"])
+    assert truncated > (10 if max_sequence_length == 12 else -1)
+
+
+def test_ner_dataset_empty_sentence(tokenizer):
+    (x, y, weights), = ner_dataset([{"words": [], "tags": []}], tokenizer, CONLL_TAGS, 4, 8)
+    assert x["token_ids"].numpy().tolist() == [[2, 3, 0, 0, 0, 0, 0, 0]]
+    assert not y.numpy().any() and not weights.numpy().any()
+
+
+def test_ner_dataset_checks_tags(tokenizer):
+    with pytest.raises(ValueError, match="example 0: tags \\['B-XYZ'\\] not in label_names"):
+        ner_dataset([{"words": ["a"], "tags": ["B-XYZ"]}], tokenizer, CONLL_TAGS, 4)
+    with pytest.raises(ValueError, match="example 0: 2 words but 1 tags"):
+        ner_dataset([{"words": ["a", "b"], "tags": ["O"]}], tokenizer, CONLL_TAGS, 4)
+
+
+# === Images ===
+
+
+def write_images(directory):
+    rng = np.random.default_rng(0)
+    examples = []
+    for k, (h, w, c, fmt) in enumerate([(32, 32, 3, "png"), (50, 70, 3, "png"), (40, 30, 1, "png"),
+                                        (64, 48, 3, "jpeg"), (33, 90, 4, "png")]):
+        ramp = np.linspace(0, 255, w)[None, :, None] * np.linspace(0.2, 1, h)[:, None, None]
+        pixels = np.clip(ramp + rng.normal(0, 8, (h, w, c)), 0, 255).astype(np.uint8)
+        encode = tf.io.encode_png if fmt == "png" else tf.io.encode_jpeg
+        path = str(directory / f"{k}.{fmt}")
+        tf.io.write_file(path, encode(pixels))
+        examples.append({"path": path, "label": k})
+    return examples
+
+
+def test_image_dataset_matches_vit_image_processor(tmp_path):
+    import transformers
+    from PIL import Image
+
+    examples = write_images(tmp_path)
+    processor = transformers.ViTImageProcessor(size={"height": 32, "width": 32})
+    batches = list(image_dataset(examples, image_size=32, batch_size=2))
+    images = np.concatenate([x["images"].numpy() for x, _ in batches])
+    labels = np.concatenate([y.numpy() for _, y in batches])
+    assert images.shape == (5, 32, 32, 3) and labels.tolist() == [0, 1, 2, 3, 4]
+    assert images.min() >= -1 and images.max() <= 1
+    for k, example in enumerate(examples):
+        reference = processor(Image.open(example["path"]).convert("RGB"),
+                              return_tensors="np")["pixel_values"][0].transpose(1, 2, 0)
+        # Same size: exact. Resized: tf's antialiased bilinear vs PIL's (and for the JPEG, two
+        # decoders) agree within a few grey levels (0.03 on the [-1, 1] scale is ~4/255).
+        atol = 1e-6 if k == 0 else 0.04
+        np.testing.assert_allclose(images[k], reference, atol=atol)
+        assert np.abs(images[k] - reference).mean() < 0.01
+
+
+def test_image_dataset_mean_std(tmp_path):
+    examples = write_images(tmp_path)[:1]
+    mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+    (x, _), = image_dataset(examples, 32, 1, mean=mean, std=std)
+    pixels = tf.io.decode_png(tf.io.read_file(examples[0]["path"])).numpy() / 255.0
+    np.testing.assert_allclose(x["images"][0], (pixels - mean) / std, atol=1e-5)
+
+
+# === Causal LM ===
+
+
+def test_causal_lm_blocks(tokenizer):
+    rng = random.Random(0)
+    texts = [" ".join(random_sentence(rng) for _ in range(rng.randint(1, 5))) for _ in range(300)]
+    stream = [t for ids in tokenizer(tf.constant(texts)).to_list() for t in [*ids, 3]]
+    ds = causal_lm_dataset(texts, tokenizer, sequence_length=16, batch_size=8,
+                           separator_token_id=3)
+    xs, ys = [], []
+    for x, y in ds:
+        assert x["token_ids"].shape == y.shape == (8, 16)
+        assert (x["padding_mask"].numpy() == 1).all()
+        xs.append(x["token_ids"].numpy())
+        ys.append(y.numpy())
+    xs, ys = np.concatenate(xs), np.concatenate(ys)
+    blocks = len(stream) // 17
+    assert len(xs) == blocks // 8 * 8
+    expected = np.array(stream[:blocks * 17]).reshape(blocks, 17)[:len(xs)]
+    assert (xs == expected[:, :-1]).all() and (ys == expected[:, 1:]).all()

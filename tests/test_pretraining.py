@@ -1,0 +1,236 @@
+"""BERT pretraining data: NSP pair creation, shards, dynamic masking statistics."""
+
+import glob
+import json
+import os
+import random
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.data_fixtures import write_corpus, write_vocab, wordpiece
+from zoo.data.pretraining import (create_instances, mask_tokens, pretraining_dataset,
+                                  write_pretraining_data)
+
+PAD, CLS, SEP, MASK = 0, 2, 3, 4  # ids in tests.data_fixtures.VOCAB
+
+
+def synthetic_documents(num_documents, seed):
+    """Documents whose token ids encode where they come from: doc * 10**6 + position in doc."""
+    rng = random.Random(seed)
+    documents = []
+    for d in range(num_documents):
+        position, document = 0, []
+        for _ in range(rng.choice([1, 1, 2, 3, 5, 8, 13, 21])):
+            n = rng.randint(1, 40)
+            document.append([d * 10**6 + position + k for k in range(n)])
+            position += n
+        documents.append(document)
+    return documents
+
+
+@pytest.mark.parametrize("max_sequence_length", [128, 32])
+def test_nsp_balance_and_document_boundaries(max_sequence_length):
+    documents = synthetic_documents(3000, seed=max_sequence_length)
+    instances = create_instances(documents, max_sequence_length, random.Random(1), dupe_factor=2)
+    assert len(instances) > 6000
+    random_next = np.mean([r for _, _, r in instances])
+    assert abs(random_next - 0.5) <= 0.02, random_next
+    for a, b, is_random_next in instances:
+        assert a and b and len(a) + len(b) <= max_sequence_length - 3
+        doc_a, doc_b = {t // 10**6 for t in a}, {t // 10**6 for t in b}
+        assert len(doc_a) == 1 and len(doc_b) == 1  # each segment is text from one document
+        # Segments are contiguous text (trimming only cuts their ends).
+        assert a == list(range(a[0], a[0] + len(a))) and b == list(range(b[0], b[0] + len(b)))
+        if is_random_next:
+            assert doc_a != doc_b
+        else:  # IsNext: B follows A in the same document, never across a boundary
+            assert doc_a == doc_b and a[-1] < b[0]
+
+
+def test_create_instances_is_deterministic_and_checks_input():
+    documents = synthetic_documents(50, seed=0)
+    first = create_instances(documents, 64, random.Random(7))
+    assert first == create_instances(documents, 64, random.Random(7))
+    with pytest.raises(ValueError, match="at least 2 documents"):
+        create_instances(documents[:1], 64, random.Random(0))
+
+
+def read_shards(files):
+    """(token_ids, segment_ids, next_sentence_label) of every record, in file order."""
+    out = []
+    for record in tf.data.TFRecordDataset(files).as_numpy_iterator():
+        feature = tf.train.Example.FromString(record).features.feature
+        out.append((np.array(feature["token_ids"].int64_list.value),
+                    np.array(feature["segment_ids"].int64_list.value),
+                    feature["next_sentence_label"].int64_list.value[0]))
+    return out
+
+
+def test_write_pretraining_data(tmp_path):
+    tokenizer = wordpiece(write_vocab(str(tmp_path)))
+    corpus = write_corpus(str(tmp_path / "corpus.txt"), 60)
+    meta = write_pretraining_data([corpus], vocab=tokenizer, out=str(tmp_path / "out"),
+                                  max_sequence_lengths=[32, 64], shards=3, seed=5)
+    for length in (32, 64):
+        directory = tmp_path / "out" / f"seq{length}"
+        assert sorted(os.listdir(directory)) == [
+            *(f"pretraining-{k:05d}-of-00003.tfrecord" for k in range(3)), "pretraining.json"]
+        assert json.loads((directory / "pretraining.json").read_text()) == meta[length]
+        rows = read_shards(sorted(str(p) for p in directory.glob("*.tfrecord")))
+        assert len(rows) == meta[length]["num_instances"] > 20
+        assert np.mean([r for *_, r in rows]) == pytest.approx(meta[length]["random_next_fraction"])
+        for token_ids, segment_ids, _ in rows:
+            assert len(token_ids) <= length and token_ids[0] == CLS and token_ids[-1] == SEP
+            seps = np.flatnonzero(token_ids == SEP)
+            assert len(seps) == 2 and not np.isin(token_ids, [PAD, MASK, 1]).any()
+            assert (segment_ids == (np.arange(len(token_ids)) > seps[0])).all()
+    # Same seed, same bytes.
+    write_pretraining_data([corpus], vocab=tokenizer, out=str(tmp_path / "again"),
+                           max_sequence_lengths=[32], shards=3, seed=5)
+    for k in range(3):
+        name = f"seq32/pretraining-{k:05d}-of-00003.tfrecord"
+        assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "again" / name).read_bytes()
+
+
+def masking_counts(x, y, sample_weight, originals):
+    """Tally one batch of `pretraining_dataset` against the unmasked token ids."""
+    tokens, positions = x["token_ids"].numpy(), x["mask_positions"].numpy()
+    weights, labels = sample_weight["mlm"].numpy(), y["mlm"].numpy()
+    selected = np.zeros(tokens.shape, bool)
+    rows = np.broadcast_to(np.arange(len(tokens))[:, None], positions.shape)
+    selected[rows[weights > 0], positions[weights > 0]] = True
+    assert selected.sum() == weights.sum()  # positions are distinct
+    assert (originals[rows[weights > 0], positions[weights > 0]] == labels[weights > 0]).all()
+    special = np.isin(originals, [CLS, SEP, PAD])
+    assert not (selected & special).any(), "a special token or padding was selected"
+    assert (tokens[~selected] == originals[~selected]).all(), "an unselected token changed"
+    new, old = tokens[selected], originals[selected]
+    return dict(eligible=(~special).sum(), selected=selected.sum(), mask=(new == MASK).sum(),
+                random=((new != MASK) & (new != old)).sum(), same=(new == old).sum())
+
+
+def test_dynamic_masking_statistics(tmp_path):
+    tokenizer = wordpiece(write_vocab(str(tmp_path)))
+    corpus = write_corpus(str(tmp_path / "corpus.txt"), 1500, seed=1, sentences=(2, 12))
+    write_pretraining_data([corpus], vocab=tokenizer, out=str(tmp_path), shards=1,
+                           max_sequence_lengths=[128])
+    files = str(tmp_path / "seq128" / "*.tfrecord")
+    tf.random.set_seed(0)
+    ds = pretraining_dataset(files, 256, 128, shuffle_buffer=0, drop_remainder=False)
+    x, y, sample_weight = ds.element_spec
+    assert x["token_ids"].shape.as_list() == [None, 128]
+    assert x["mask_positions"].shape.as_list() == [None, 20]  # ceil(128 * 0.15)
+    originals = [np.pad(t, (0, 128 - len(t))) for t, _, _ in read_shards(glob.glob(files))]
+    totals, start = {}, 0
+    for x, y, sample_weight in ds:
+        n = len(x["token_ids"])
+        assert (x["padding_mask"].numpy() == (np.stack(originals[start:start + n]) > 0)).all()
+        for key, value in masking_counts(x, y, sample_weight,
+                                         np.stack(originals[start:start + n])).items():
+            totals[key] = totals.get(key, 0) + value
+        start += n
+    assert start == len(originals)
+    assert totals["eligible"] >= 100_000, totals
+    rate = totals["selected"] / totals["eligible"]
+    assert abs(rate - 0.15) <= 0.005, rate
+    # A "random" replacement can draw the original token (1 in 112 here): it counts as "same".
+    for kind, expected in (("mask", 0.8), ("random", 0.1), ("same", 0.1)):
+        assert abs(totals[kind] / totals["selected"] - expected) <= 0.01, (kind, totals)
+
+
+@pytest.mark.parametrize("rates", [(1.0, 0.0), (0.0, 1.0), (0.0, 0.0), (0.8, 0.0)])
+def test_masking_rates_are_configurable(rates):
+    """Table 8's ablations: MASK/RANDOM/SAME mixes other than 80/10/10."""
+    mask_rate, random_rate = rates
+    tf.random.set_seed(1)
+    ids = tf.ragged.constant([[CLS, *range(10, 60), SEP]] * 400, dtype=tf.int32)
+    out = mask_tokens(ids, vocabulary_size=10_000, mask_token_id=MASK,
+                      unselectable_token_ids=[PAD, CLS, SEP, MASK], mask_selection_length=10,
+                      mask_token_rate=mask_rate, random_token_rate=random_rate)
+    weights = out["mask_weights"].numpy() > 0
+    new = np.take_along_axis(out["token_ids"].to_tensor().numpy(),
+                             out["mask_positions"].numpy(), axis=1)[weights]
+    old = out["mask_ids"].numpy()[weights]
+    for fraction, expected in (((new == MASK).mean(), mask_rate),
+                               (((new != MASK) & (new != old)).mean(), random_rate),
+                               ((new == old).mean(), 1 - mask_rate - random_rate)):
+        assert abs(fraction - expected) <= 0.03
+
+
+@pytest.mark.parametrize("num_tokens", [7, 21, 125])
+def test_selection_rate_is_exact_for_every_length(num_tokens):
+    """tf_text's RandomItemSelector takes ceil(0.15 n): 2 of 7 tokens is 29 %, not 15 %."""
+    tf.random.set_seed(2)
+    ids = tf.ragged.constant([[CLS, *range(10, 10 + num_tokens), SEP]] * 4000, dtype=tf.int32)
+    out = mask_tokens(ids, vocabulary_size=200, mask_token_id=MASK,
+                      unselectable_token_ids=[PAD, CLS, SEP, MASK], mask_selection_length=20)
+    count = out["mask_weights"].numpy().sum(axis=1)
+    expected = 0.15 * num_tokens
+    assert set(count) <= {np.floor(expected), np.ceil(expected)}
+    assert abs(count.mean() / num_tokens - 0.15) <= 0.005
+
+
+def test_pretraining_dataset_trains_with_fit(tmp_path):
+    """The (x, y, sample_weight) layout fits a two-output model named "mlm" and "nsp"."""
+    import keras
+
+    tokenizer = wordpiece(write_vocab(str(tmp_path)))
+    corpus = write_corpus(str(tmp_path / "corpus.txt"), 40)
+    meta = write_pretraining_data([corpus], vocab=tokenizer, out=str(tmp_path), shards=2,
+                                  max_sequence_lengths=[32])[32]
+    ds = pretraining_dataset(str(tmp_path / "seq32" / "*.tfrecord"), 8, 32, seed=0)
+    inputs = {name: keras.Input((None,), dtype="int32", name=name)
+              for name in ("token_ids", "segment_ids", "padding_mask", "mask_positions")}
+    hidden = keras.layers.Embedding(meta["vocabulary_size"], 16)(inputs["token_ids"])
+    gathered = keras.ops.take_along_axis(hidden, inputs["mask_positions"][..., None], axis=1)
+    outputs = {"mlm": keras.layers.Dense(meta["vocabulary_size"], name="mlm")(gathered),
+               "nsp": keras.layers.Dense(2, name="nsp")(hidden[:, 0])}
+    model = keras.Model(inputs, outputs)
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                      reduction="mean_with_sample_weight")
+    model.compile("adam", loss={"mlm": loss, "nsp": loss})
+    history = model.fit(ds, epochs=1, verbose=0).history
+    assert np.isfinite(history["mlm_loss"][0]) and np.isfinite(history["nsp_loss"][0])
+
+
+def test_zoo_data_pretrain_command(tmp_path):
+    from tools.main import main
+
+    vocab = write_vocab(str(tmp_path))
+    corpus = write_corpus(str(tmp_path / "corpus.txt"), 30)
+    out = tmp_path / "out"
+    assert main(["data", "pretrain", "--corpus", corpus, "--vocab", vocab, "--out", str(out),
+                 "--max-sequence-length", "16", "--shards", "2"]) == 0
+    meta = json.loads((out / "seq16" / "pretraining.json").read_text())
+    assert meta["seed"] == 12345 and meta["shards"] == [
+        "pretraining-00000-of-00002.tfrecord", "pretraining-00001-of-00002.tfrecord"]
+    # A tokenizer directory works too; rewriting with fewer shards removes the stale ones.
+    assert main(["data", "pretrain", "--corpus", corpus, "--vocab", str(tmp_path), "--out",
+                 str(out), "--max-sequence-length", "16", "--shards", "1"]) == 0
+    assert sorted(os.listdir(out / "seq16")) == ["pretraining-00000-of-00001.tfrecord",
+                                                 "pretraining.json"]
+
+
+def test_read_documents_names_bad_bytes(tmp_path):
+    tokenizer = wordpiece(write_vocab(str(tmp_path)))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(b"the cat .\n\nthe \xff dog .\n")
+    with pytest.raises(ValueError, match="corpus.txt:3: expected UTF-8 text, found byte 0xff"):
+        write_pretraining_data([str(corpus)], vocab=tokenizer, out=str(tmp_path / "out"))
+
+
+def test_pretraining_dataset_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no files match"):
+        pretraining_dataset(str(tmp_path / "*.tfrecord"), 8, 128)
+    (tmp_path / "x.tfrecord").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match="pretraining.json"):
+        pretraining_dataset(str(tmp_path / "*.tfrecord"), 8, 128)
+    tokenizer = wordpiece(write_vocab(str(tmp_path)))
+    corpus = write_corpus(str(tmp_path / "corpus.txt"), 10)
+    write_pretraining_data([corpus], vocab=tokenizer, out=str(tmp_path), shards=1,
+                           max_sequence_lengths=[64])
+    with pytest.raises(ValueError, match="seq64/pretraining.json: shards of length 64 do not "
+                                         "fit max_sequence_length=32"):
+        pretraining_dataset(str(tmp_path / "seq64" / "*.tfrecord"), 8, 32)

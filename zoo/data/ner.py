@@ -1,0 +1,116 @@
+"""CoNLL-2003 NER for BERT: word tags aligned to WordPiece tokens.
+
+Devlin et al. 2019, section 5.3: "we use the representation of the first sub-token as the input
+to the token-level classifier over the NER label set". The tag goes on a word's first
+sub-token; the other sub-tokens, [CLS], [SEP] and padding get sample weight 0, so they do not
+count in a Keras loss or weighted metric (label 0 there is a placeholder). This is the Keras
+form of transformers' label -100 (`ignore_index` of torch's cross-entropy).
+"""
+
+import tensorflow as tf
+
+from zoo.data.packing import pack_bert
+
+
+def align_tokens(words, tokenizer, max_sequence_length):
+    """WordPiece-tokenize a batch of pre-split sentences and pack `[CLS] tokens [SEP]`.
+
+    Args:
+        words: `tf.RaggedTensor` of strings (batch, words).
+        tokenizer: WordPiece tokenizer with `cls_token_id`, `sep_token_id`, `pad_token_id`.
+        max_sequence_length: packed length; longer sentences are cut (their last words get no
+            token).
+
+    Returns:
+        dict of (batch, max_sequence_length) int32 `token_ids`, `segment_ids` (zeros),
+        `padding_mask` (`zoo.data.packing.pack_bert`'s) and `word_ids` (the index of the word each token comes from, -1 for [CLS], [SEP] and padding;
+        transformers' `word_ids()` with None as -1), and bool `first_token` (True on each word's
+        first sub-token).
+
+    Example:
+        >>> from zoo.tokenizers import WordPieceTokenizer
+        >>> tokenizer = WordPieceTokenizer(
+        ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "eu", "rej", "##ects", "call"])
+        >>> out = align_tokens(tf.ragged.constant([["EU", "rejects", "call"]]), tokenizer, 8)
+        >>> out["token_ids"].numpy().tolist(), out["word_ids"].numpy().tolist()
+        ([[2, 5, 6, 7, 8, 3, 0, 0]], [[-1, 0, 1, 1, 2, -1, -1, -1]])
+    """
+    pieces = tokenizer(words.flat_values)  # (total words, pieces)
+    word_in_sentence = tf.ragged.range(words.row_lengths()).flat_values  # (total words,)
+    # (total words, pieces) -> (batch, tokens): the pieces of a sentence's words, in order.
+    sentence_splits = tf.gather(pieces.row_splits, words.row_splits)
+
+    def per_token(values):
+        return tf.RaggedTensor.from_row_splits(values, sentence_splits)
+
+    out = pack_bert(per_token(pieces.flat_values), max_sequence_length, tokenizer.cls_token_id,
+                    tokenizer.sep_token_id, tokenizer.pad_token_id)
+    # Packed the same way, so they line up with token_ids; [CLS]/[SEP]/padding get -1 and 0.
+    word_ids = per_token(tf.gather(word_in_sentence, pieces.value_rowids()))
+    out["word_ids"] = pack_bert(word_ids, max_sequence_length, -1, -1, -1)["token_ids"]
+    first = per_token(tf.cast(tf.ragged.range(pieces.row_lengths()).flat_values == 0, tf.int32))
+    out["first_token"] = pack_bert(first, max_sequence_length, 0, 0, 0)["token_ids"] > 0
+    return out
+
+
+def ner_dataset(examples, tokenizer, label_names, batch_size, max_sequence_length=128,
+                shuffle_buffer=0, seed=None, drop_remainder=False):
+    """A tf.data pipeline of `(x, y, sample_weight)` batches for token classification.
+
+    `x` holds `token_ids`, `segment_ids` (zeros) and `padding_mask`; `y` is (batch, length)
+    int32 tag ids on first sub-tokens and 0 elsewhere; `sample_weight` is (batch, length)
+    float32, 1 on first sub-tokens, 0 elsewhere. Use
+    `SparseCategoricalCrossentropy(reduction="mean_with_sample_weight")` to average over words.
+    Predictions of a word are read at its first sub-token: in order, the positions where
+    `sample_weight` is 1 are the sentence's words (those not cut by `max_sequence_length`).
+
+    Args:
+        examples: dicts `{"words": [...], "tags": [...]}` (CoNLL-2003, one per sentence).
+        tokenizer: WordPiece tokenizer (see `align_tokens`).
+        label_names: the tag set, index = label id (e.g. `["O", "B-PER", "I-PER", ...]`).
+        batch_size: sentences per batch.
+        max_sequence_length: packed length (longer sentences are cut).
+        shuffle_buffer: sentences in the shuffle buffer (0: keep order, for evaluation).
+        seed: shuffle seed.
+        drop_remainder: drop a last partial batch.
+
+    Example:
+        >>> from zoo.tokenizers import WordPieceTokenizer
+        >>> tokenizer = WordPieceTokenizer(
+        ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "eu", "rej", "##ects"])
+        >>> ds = ner_dataset([{"words": ["EU", "rejects"], "tags": ["B-ORG", "O"]}], tokenizer,
+        ...                  ["O", "B-ORG"], batch_size=8, max_sequence_length=6)
+        >>> x, y, sample_weight = next(iter(ds))
+        >>> y.numpy().tolist(), sample_weight.numpy().tolist()
+        ([[0, 1, 0, 0, 0, 0]], [[0.0, 1.0, 1.0, 0.0, 0.0, 0.0]])
+    """
+    label_ids = {name: i for i, name in enumerate(label_names)}
+    words, tags = [], []
+    for index, example in enumerate(examples):
+        if len(example["words"]) != len(example["tags"]):
+            raise ValueError(f"example {index}: {len(example['words'])} words but "
+                             f"{len(example['tags'])} tags")
+        unknown = sorted(set(example["tags"]) - set(label_ids))
+        if unknown:
+            raise ValueError(f"example {index}: tags {unknown} not in label_names {label_names}")
+        words.append(list(example["words"]))
+        tags.append([label_ids[t] for t in example["tags"]])
+    ds = tf.data.Dataset.from_tensor_slices((
+        tf.ragged.constant(words, dtype=tf.string, row_splits_dtype=tf.int64),
+        tf.ragged.constant(tags, dtype=tf.int32, row_splits_dtype=tf.int64)))
+    if shuffle_buffer:
+        ds = ds.shuffle(shuffle_buffer, seed=seed)
+
+    def prepare(words, tags):
+        aligned = align_tokens(words, tokenizer, max_sequence_length)
+        word_ids = aligned["word_ids"]
+        # Tag of each token's word; word id -1 ([CLS]/[SEP]/padding) reads column 0 (a tag, or
+        # the padding column added for a batch of empty sentences) and gets weight 0.
+        tags = tf.pad(tags.to_tensor(), [[0, 0], [0, 1]])
+        token_tags = tf.gather(tags, tf.maximum(word_ids, 0), batch_dims=1)
+        weights = tf.cast(aligned["first_token"], tf.float32)
+        x = {key: aligned[key] for key in ("token_ids", "segment_ids", "padding_mask")}
+        return x, token_tags * tf.cast(aligned["first_token"], tf.int32), weights
+
+    ds = ds.ragged_batch(batch_size, drop_remainder=drop_remainder)
+    return ds.map(prepare, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
