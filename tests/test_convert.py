@@ -494,6 +494,74 @@ def test_unset_variables_are_listed(cases):
         load_weights(model, ports, source, skipped=["pooler.dense.weight", "pooler.dense.bias"])
 
 
+@pytest.mark.parametrize("name", ["bert_pretraining", "gpt_lm", "vit_classifier"])
+def test_backbone_only_from_a_checkpoint_with_heads(name, cases):
+    """with_head=False skips exactly the known head tensors and gives the same backbone."""
+    full = zoo.convert.from_huggingface(cases / name / "hf", with_head=True)
+    backbone = zoo.convert.from_huggingface(cases / name / "hf")
+    assert isinstance(backbone, zoo.models.Backbone)
+    expected = {w.path: keras.ops.convert_to_numpy(w) for w in full.backbone.weights}
+    assert sorted(expected) == sorted(w.path for w in backbone.weights)
+    for w in backbone.weights:
+        assert np.array_equal(keras.ops.convert_to_numpy(w), expected[w.path]), w.path
+
+
+def test_a_tensor_in_two_shards_is_an_error(cases, tmp_path):
+    from safetensors.numpy import load_file, save_file
+
+    tensors = load_file(cases / "bert" / "hf" / "model.safetensors")
+    src = tmp_path / "dup"
+    src.mkdir()
+    shutil.copy(cases / "bert" / "hf" / "config.json", src)
+    key = "pooler.dense.bias"
+    save_file(tensors, src / "model-00001-of-00002.safetensors", metadata={"format": "pt"})
+    save_file({key: tensors[key] + 1}, src / "model-00002-of-00002.safetensors",
+              metadata={"format": "pt"})
+    index = {"weight_map": {**{k: "model-00001-of-00002.safetensors" for k in tensors},
+                            key: "model-00002-of-00002.safetensors"}}
+    (src / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(ConversionError, match=f"{key}: stored in both"):
+        zoo.convert.from_huggingface(src)
+
+
+def test_export_never_drops_learned_values():
+    """A variable the target format has no tensor for may be dropped only while it is zero."""
+    from zoo.convert.core import export_weights, same, zeros
+
+    dense = keras.layers.Dense(3)
+    model = keras.Sequential([keras.Input((2,)), dense])
+    ports = [same(dense.kernel, "kernel"), zeros(dense.bias)]
+    assert list(export_weights(model, ports)) == ["kernel"]
+    dense.bias.assign(np.ones(3, "float32"))
+    with pytest.raises(ConversionError, match="bias: non-zero values"):
+        export_weights(model, ports)
+
+
+def test_cli_refuses_flags_that_do_not_apply(cases, tmp_path, capsys):
+    from tools.main import main
+
+    keras_file = tmp_path / "bert.keras"
+    zoo.convert.from_huggingface(cases / "bert" / "hf").save(keras_file)
+    assert main(["convert", str(keras_file), str(tmp_path / "hf"), "--to", "hf",
+                 "--with-head"]) == 1
+    assert "drop --with-head" in capsys.readouterr().err
+    assert main(["convert", str(cases / "bert" / "hf"), str(tmp_path / "m.keras"),
+                 "--bert-config", "bert_config.json"]) == 1
+    assert "--bert-config applies to Google BERT checkpoints only" in capsys.readouterr().err
+    assert not (tmp_path / "hf").exists() and not (tmp_path / "m.keras").exists()
+
+
+def test_gpt_dropout_difference_is_reported(cases, tmp_path):
+    src = tmp_path / "gpt"
+    shutil.copytree(cases / "gpt_lm" / "hf", src)
+    config = json.loads((src / "config.json").read_text())
+    (src / "config.json").write_text(json.dumps({**config, "embd_pdrop": 0.2,
+                                                 "resid_pdrop": 0.1}))
+    with pytest.warns(UserWarning, match="embd_pdrop=0.2 differs from resid_pdrop=0.1"):
+        model = zoo.convert.from_huggingface(src)
+    assert model.dropout == 0.1
+
+
 # === Command line ===
 
 def test_cli_detects_each_format_and_writes_loadable_files(cases, tmp_path, capsys):

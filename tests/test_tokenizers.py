@@ -23,6 +23,7 @@ from zoo.tokenizers import unicode
 # characters (BERT's 100-character word limit), empty and blank lines, many scripts.
 CORPUS = [
     "Hello, world!",
+    " leading space\nthen a newline",
     "The quick brown fox jumps over the lazy dog.",
     "",
     " ",
@@ -532,3 +533,19 @@ def test_train_vocabulary_errors(corpus_file, tmp_path):
     with pytest.raises(ValueError, match="kind"):
         tokenizers.train_vocabulary([corpus_file], size=10, kind="unigram",
                                     out=str(tmp_path / "out"))
+
+
+def test_retraining_into_the_same_directory_swaps_it_whole(corpus_file, tmp_path):
+    """A BPE vocabulary trained over a WordPiece one leaves no WordPiece file behind."""
+    out = str(tmp_path / "vocab")
+    tokenizers.train_vocabulary([corpus_file], size=120, kind="wordpiece", out=out)
+    tokenizers.train_vocabulary([corpus_file], size=120, kind="bpe", out=out)
+    assert sorted(os.listdir(out)) == ["merges.txt", "tokenizer_config.json", "vocab.json"]
+    assert isinstance(tokenizers.from_directory(out), tokenizers.GPTTokenizer)
+    assert [p for p in os.listdir(tmp_path) if p != "vocab"] == []  # no staging left over
+    unrelated = tmp_path / "notes"
+    unrelated.mkdir()
+    (unrelated / "keep.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="not a vocabulary directory"):
+        tokenizers.train_vocabulary([corpus_file], size=120, kind="bpe", out=str(unrelated))
+    assert os.listdir(unrelated) == ["keep.txt"]

@@ -69,7 +69,12 @@ def _read(src, args):
     from zoo.convert import ConversionError
     from zoo.convert.core import read_json
 
+    if args.bert_config and _checkpoint_prefix(src) is None:
+        raise ConversionError(f"{src}: --bert-config applies to Google BERT checkpoints only")
     if src.suffix == ".keras" and src.is_file():
+        if args.with_head:
+            raise ConversionError(f"{src}: a .keras file is read as saved (with its head if it "
+                                  "has one); drop --with-head")
         return "zoo", _load_keras(src)
     if (src / "config.json").is_file():
         config = read_json(src / "config.json")

@@ -109,6 +109,10 @@ class SafetensorsSource:
             try:
                 with safe_open(str(path), framework="numpy") as handle:
                     for key in handle.keys():
+                        if key in self._file:
+                            raise ConversionError(
+                                f"{key}: stored in both {self._file[key]} and {path}; "
+                                "a sharded checkpoint holds each tensor once")
                         self._file[key] = path
                         self._shape[key] = tuple(handle.get_slice(key).get_shape())
             except (SafetensorError, OSError) as error:
@@ -237,6 +241,14 @@ def export_weights(model, ports, progress=False):
     tensors = {}
     for port in tqdm(ports, desc=f"writing {model.name}", unit="tensor", disable=not progress):
         arrays = [keras.ops.convert_to_numpy(v) for v in port.variables]
+        if port.key is None:
+            # The target format has no such tensor (e.g. an absent bias): only zeros can be
+            # dropped without losing what the model learned.
+            if any(np.any(a) for a in arrays):
+                raise ConversionError(
+                    f"{', '.join(v.path for v in port.variables)}: non-zero values, but the "
+                    "target format has no tensor for them")
+            continue
         # safetensors stores C-ordered bytes; transposed views must be copied.
         tensors[port.key] = np.ascontiguousarray(port.to_source(arrays))
     return tensors

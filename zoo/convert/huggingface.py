@@ -7,6 +7,7 @@ never imported: config.json is read as JSON and tensors through `safetensors.num
 
 import json
 import pathlib
+import warnings
 
 from zoo.convert.core import (ConversionError, SafetensorsSource, atomic_output, dense_ports,
                               export_weights, layer_norm_ports, load_weights, permuted,
@@ -311,6 +312,11 @@ def _gpt_ports(backbone, prefix):
 
 def _gpt_from_hf(config, keys, with_head, where):
     c = {**_GPT_DEFAULTS, **config}
+    if c["embd_pdrop"] != c["resid_pdrop"]:
+        # Dropout only acts in training, so the weights convert exactly; say what changed.
+        warnings.warn(f"{where}: embd_pdrop={c['embd_pdrop']} differs from "
+                      f"resid_pdrop={c['resid_pdrop']}; GPTBackbone has one `dropout` for "
+                      f"both and uses {c['resid_pdrop']}", stacklevel=3)
     prefix = "transformer." if "transformer.tokens_embed.weight" in keys else ""
     backbone = GPTBackbone(
         vocabulary_size=c["vocab_size"], num_layers=c["n_layer"], num_heads=c["n_head"],

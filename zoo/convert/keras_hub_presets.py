@@ -7,9 +7,8 @@ named by their Keras paths, into ours. keras-hub keeps attention kernels per hea
 
 import pathlib
 
-import keras
-
-from zoo.convert.core import ArraySource, ConversionError, load_weights, read_json, reshaped, zeros
+from zoo.convert.core import (ArraySource, ConversionError, load_weights, read_json, reshaped,
+                              zeros)
 from zoo.models import BertBackbone, ViTBackbone
 
 
@@ -45,14 +44,14 @@ def from_keras_hub(preset_dir, progress=False):
     import keras_hub
 
     try:
+        # A local folder whose config.json was read above: from_preset never reaches a hub.
         hub = keras_hub.models.Backbone.from_preset(str(preset_dir))
     except Exception as error:  # keras-hub raises many types for a damaged preset
         raise ConversionError(f"{preset_dir}: keras-hub cannot load this preset: "
                               f"{error}") from error
     model, ports = _CONVERTERS[class_name](hub, preset_dir / "config.json")
-    source = ArraySource(str(preset_dir), {
-        v.path: (lambda v=v: keras.ops.convert_to_numpy(v)) for v in hub.weights
-    })
+    # Variables, not arrays: shapes are read without copying; values are copied one at a time.
+    source = ArraySource(str(preset_dir), {v.path: v for v in hub.weights})
     load_weights(model, ports, source, progress=progress)
     return model
 

@@ -333,7 +333,8 @@ class ByteLevelBPETokenizer(base.Tokenizer):
 
     def _tokenize(self, texts, with_offsets):
         if self.add_prefix_space:
-            prefixed = ~tf.strings.regex_full_match(texts, " .*|")
+            # Not a regex: RE2's "." stops at a newline, which would prefix " a\nb" twice.
+            prefixed = (tf.strings.length(texts) > 0) & (tf.strings.substr(texts, 0, 1) != " ")
             texts = tf.where(prefixed, tf.strings.join([" ", texts]), texts)
         chars, char_bytes = tf.strings.unicode_decode_with_offsets(texts, "UTF-8",
                                                                    errors="replace")

@@ -143,12 +143,22 @@ def _train_bpe(corpus_files, size, staging, lowercase):
 
 
 def _move_into_place(staging, out):
-    """Rename the staging directory to `out`, or replace `out`'s files one by one if it exists."""
-    if not os.path.exists(out):
+    """Swap the complete staging directory in as `out`; readers never see a mix of files.
+
+    An existing `out` is replaced only if it is empty or a vocabulary directory written
+    earlier (it holds tokenizer_config.json); anything else is refused, not overwritten.
+    """
+    if os.path.exists(out):
+        if not os.path.isdir(out):
+            raise FileExistsError(f"{out} exists and is not a directory")
+        contents = os.listdir(out)
+        if contents and CONFIG_FILE not in contents:
+            raise FileExistsError(
+                f"{out} exists and is not a vocabulary directory (no {CONFIG_FILE}); "
+                "choose an empty or new --out")
+        retired = staging + ".old"
+        os.rename(out, retired)
         os.rename(staging, out)
+        shutil.rmtree(retired)
         return
-    if not os.path.isdir(out):
-        raise FileExistsError(f"{out} exists and is not a directory")
-    names = sorted(os.listdir(staging), key=lambda name: name == CONFIG_FILE)  # config last
-    for name in names:
-        os.replace(os.path.join(staging, name), os.path.join(out, name))
+    os.rename(staging, out)
