@@ -5,6 +5,7 @@ References are independent: transformers' fast BERT tokenizer (overflowing windo
 `_check_is_max_context`, and transformers' `ViTImageProcessor`.
 """
 
+import logging
 import random
 
 import numpy as np
@@ -187,6 +188,21 @@ def test_squad_long_context_and_query_truncation(tokenizer, hf_tokenizer):
     assert x["token_ids"].shape == (2, 384)
 
 
+def test_squad_answer_overlapping_no_token_raises(tokenizer):
+    # The answer is the blank between two words: no token overlaps it. run_squad.py skips such
+    # an example ("Could not find answer"); it must not silently become unanswerable.
+    example = {"id": "blank", "question": "Who?", "context": "Ann  did.",
+               "answers": [{"text": " ", "answer_start": 4}]}
+    with pytest.raises(ValueError, match="'blank'.*overlaps no context token"):
+        squad_windows([example], tokenizer, 32)
+
+
+def test_squad_context_without_tokens_raises(tokenizer):
+    example = {"id": "empty", "question": "Who?", "context": "   ", "answers": []}
+    with pytest.raises(ValueError, match="'empty'.*context tokenizes to no tokens"):
+        squad_windows([example], tokenizer, 32)
+
+
 # === CoNLL NER ===
 
 
@@ -207,12 +223,13 @@ def test_ner_alignment_matches_transformers_word_ids(tokenizer, hf_tokenizer,
     words = tf.ragged.constant([e["words"] for e in examples])
     aligned = {k: v.numpy() for k, v in align_tokens(words, tokenizer, max_sequence_length).items()}
     ds = ner_dataset(examples, tokenizer, CONLL_TAGS, batch_size=16,
-                     max_sequence_length=max_sequence_length)
+                     max_sequence_length=max_sequence_length, with_word_ids=True)
     batches = list(ds)
+    word_ids = np.concatenate([x["word_ids"].numpy() for x, _, _ in batches])
     labels = np.concatenate([y.numpy() for _, y, _ in batches])
     weights = np.concatenate([w.numpy() for _, _, w in batches])
     token_ids = np.concatenate([x["token_ids"].numpy() for x, _, _ in batches])
-    truncated = 0
+    truncated = without_tokens = cut = 0
     for k, example in enumerate(examples):
         hf = hf_tokenizer(example["words"], is_split_into_words=True, truncation=True,
                           max_length=max_sequence_length)
@@ -222,12 +239,40 @@ def test_ner_alignment_matches_transformers_word_ids(tokenizer, hf_tokenizer,
         assert aligned["padding_mask"][k].tolist() == [1] * n + [0] * (max_sequence_length - n)
         hf_words = [-1 if w is None else w for w in hf.word_ids()]
         assert aligned["word_ids"][k, :n].tolist() == hf_words
+        assert word_ids[k, :n].tolist() == hf_words and (word_ids[k, n:] == -1).all()
+        # Words absent from hf_words: tokenize to nothing, or past the last kept word.
+        missing = set(range(len(example["words"]))) - set(hf_words)
+        empty = {w for w in missing if not hf_tokenizer.tokenize(example["words"][w])}
+        without_tokens += len(empty)
+        cut += len(missing - empty)
         first = [w >= 0 and (i == 0 or hf_words[i - 1] != w) for i, w in enumerate(hf_words)]
         assert weights[k, :n].tolist() == first and not weights[k, n:].any()
         tag_ids = [CONLL_TAGS.index(t) for t in example["tags"]]
         assert labels[k, :n].tolist() == [tag_ids[w] if f else 0 for w, f in zip(hf_words, first)]
         truncated += len(set(hf_words) - {-1}) < len(example["words"])
     assert truncated > (10 if max_sequence_length == 12 else -1)
+    assert ds.report.words == sum(len(e["words"]) for e in examples)
+    assert (ds.report.words_without_tokens, ds.report.words_truncated) == (without_tokens, cut)
+    assert without_tokens > 0 and cut > (10 if max_sequence_length == 12 else -1)
+
+
+def test_ner_dataset_reports_words_without_labels(tokenizer, caplog):
+    examples = [{"words": ["EU", "\u00ad", "rejects"], "tags": ["B-ORG", "O", "O"]},
+                {"words": ["a"] * 10, "tags": ["O"] * 10}]
+    with caplog.at_level(logging.WARNING, logger="zoo.data"):
+        ds = ner_dataset(examples, tokenizer, CONLL_TAGS, 4, max_sequence_length=8,
+                         with_word_ids=True)
+    assert (ds.report.words, ds.report.words_without_tokens, ds.report.words_truncated) == (
+        13, 1, 4)
+    assert "5 of 13 words in 2 sentences have no labelled token" in caplog.text
+    (x, _, weights), = ds
+    first_words = x["word_ids"].numpy()[0][weights.numpy()[0] > 0]
+    assert first_words.tolist() == [0, 2]  # the soft hyphen has no token
+    assert x["word_ids"].numpy()[1][weights.numpy()[1] > 0].tolist() == list(range(6))
+    with caplog.at_level(logging.WARNING, logger="zoo.data"):
+        caplog.clear()
+        ds = ner_dataset([{"words": ["EU"], "tags": ["O"]}], tokenizer, CONLL_TAGS, 4)
+    assert ds.report.words_unlabelled == 0 and not caplog.text
 
 
 def test_ner_dataset_empty_sentence(tokenizer):

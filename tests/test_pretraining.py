@@ -35,6 +35,7 @@ def test_nsp_balance_and_document_boundaries(max_sequence_length):
     documents = synthetic_documents(3000, seed=max_sequence_length)
     instances = create_instances(documents, max_sequence_length, random.Random(1), dupe_factor=2)
     assert len(instances) > 6000
+    sentence_starts = {sentence[0] for document in documents for sentence in document}
     random_next = np.mean([r for _, _, r in instances])
     assert abs(random_next - 0.5) <= 0.02, random_next
     for a, b, is_random_next in instances:
@@ -47,6 +48,18 @@ def test_nsp_balance_and_document_boundaries(max_sequence_length):
             assert doc_a != doc_b
         else:  # IsNext: B follows A in the same document, never across a boundary
             assert doc_a == doc_b and a[-1] < b[0]
+            if len(a) + len(b) < max_sequence_length - 3:  # not truncated: whole sentences
+                assert a[0] in sentence_starts and b[0] in sentence_starts
+                assert b[0] == a[-1] + 1  # B is the very next sentence, none skipped
+
+
+def test_truncate_pair_trims_b_on_ties():
+    from zoo.data.pretraining import _truncate_pair
+
+    for seed in range(10):
+        a, b = [1, 2, 3], [4, 5, 6]
+        _truncate_pair(a, b, 5, random.Random(seed))  # original: `len(a) > len(b)` trims A
+        assert a == [1, 2, 3] and len(b) == 2
 
 
 def test_create_instances_is_deterministic_and_checks_input():
@@ -140,6 +153,54 @@ def test_dynamic_masking_statistics(tmp_path):
         assert abs(totals[kind] / totals["selected"] - expected) <= 0.01, (kind, totals)
 
 
+def masks_of_two_passes(tmp_path):
+    tokenizer = wordpiece(write_vocab(str(tmp_path)))
+    corpus = write_corpus(str(tmp_path / "corpus.txt"), 40)
+    write_pretraining_data([corpus], vocab=tokenizer, out=str(tmp_path), shards=1,
+                           max_sequence_lengths=[64])
+    ds = pretraining_dataset(str(tmp_path / "seq64" / "*.tfrecord"), 64, 64, shuffle_buffer=0)
+    first, second = ([x["token_ids"].numpy() for x, _, _ in ds] for _ in range(2))
+    assert len(first) == len(second) > 0
+    return np.concatenate(first), np.concatenate(second)
+
+
+def test_masks_differ_between_passes(tmp_path):
+    tf.random.set_seed(None)  # an earlier test may have set a global seed
+    first, second = masks_of_two_passes(tmp_path)
+    assert first.shape == second.shape and (first != second).any()  # dynamic masking
+
+
+def test_masks_differ_between_passes_with_global_seed(tmp_path):
+    """`keras.utils.set_random_seed` must not turn dynamic masking into static masking."""
+    tf.random.set_seed(0)
+    try:
+        first, second = masks_of_two_passes(tmp_path)
+    finally:
+        tf.random.set_seed(None)
+    assert (first != second).any()
+
+
+def test_failed_write_keeps_previous_data(tmp_path, monkeypatch):
+    import zoo.data.pretraining as pretraining
+
+    tokenizer = wordpiece(write_vocab(str(tmp_path)))
+    corpus = write_corpus(str(tmp_path / "corpus.txt"), 30)
+    out = tmp_path / "out"
+    write_pretraining_data([corpus], vocab=tokenizer, out=str(out), shards=2,
+                           max_sequence_lengths=[32])
+    before = {p.name: p.read_bytes() for p in (out / "seq32").iterdir()}
+
+    def fail(*args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pretraining, "_serialize", fail)
+    with pytest.raises(OSError, match="disk full"):
+        write_pretraining_data([corpus], vocab=tokenizer, out=str(out), shards=1,
+                               max_sequence_lengths=[32])
+    assert sorted(os.listdir(out)) == ["seq32"]  # no temporary directory left
+    assert {p.name: p.read_bytes() for p in (out / "seq32").iterdir()} == before
+
+
 @pytest.mark.parametrize("rates", [(1.0, 0.0), (0.0, 1.0), (0.0, 0.0), (0.8, 0.0)])
 def test_masking_rates_are_configurable(rates):
     """Table 8's ablations: MASK/RANDOM/SAME mixes other than 80/10/10."""
@@ -202,8 +263,10 @@ def test_zoo_data_pretrain_command(tmp_path):
     corpus = write_corpus(str(tmp_path / "corpus.txt"), 30)
     out = tmp_path / "out"
     assert main(["data", "pretrain", "--corpus", corpus, "--vocab", vocab, "--out", str(out),
-                 "--max-sequence-length", "16", "--shards", "2"]) == 0
+                 "--max-sequence-length", "16", "--shards", "2", "--dupe-factor", "2",
+                 "--short-seq-prob", "0"]) == 0
     meta = json.loads((out / "seq16" / "pretraining.json").read_text())
+    assert meta["dupe_factor"] == 2 and meta["short_seq_prob"] == 0.0
     assert meta["seed"] == 12345 and meta["shards"] == [
         "pretraining-00000-of-00002.tfrecord", "pretraining-00001-of-00002.tfrecord"]
     # A tokenizer directory works too; rewriting with fewer shards removes the stale ones.

@@ -313,6 +313,15 @@ def test_race_directory_one_example_per_question(tmp_path):
                            "choices": ["in 1990", "in 1991", "never", "soon"], "label": 0}
 
 
+def test_race_directory_skips_hidden_files(tmp_path):
+    write(tmp_path, "dev/high/1.txt", race_file())
+    # macOS AppleDouble metadata (not JSON) next to the real file, and a hidden folder.
+    write(tmp_path, "dev/high/._1.txt", b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X")
+    write(tmp_path, "dev/.trash/2.txt", race_file(id="trash2.txt"))
+    examples = read("race", tmp_path / "dev")
+    assert [e["id"] for e in examples] == ["high1.txt-0", "high1.txt-1"]
+
+
 # === CoNLL-2003 ===
 
 CONLL_IOB2 = """-DOCSTART- -X- -X- O

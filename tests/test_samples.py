@@ -5,6 +5,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 
@@ -138,9 +139,18 @@ def test_same_seed_same_bytes_in_any_process(samples, tmp_path):
 def test_written_atomically_and_never_over_other_directories(tmp_path):
     out = tmp_path / "samples"
     write_samples(out, seed=3)
-    write_samples(out, seed=4)  # a previous samples tree is replaced
+    manifest = write_samples(out, seed=4)  # a previous samples tree is replaced
     with open(out / MANIFEST) as file:
         assert json.load(file)["seed"] == 4
+    # The manifest is the caller's own copy: changing it leaves the module's LAYOUT alone.
+    train = LAYOUT["glue/mnli"]["train"]
+    manifest["tasks"]["glue/mnli"]["train"] = "elsewhere.tsv"
+    assert LAYOUT["glue/mnli"]["train"] == train
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    write_samples(empty)  # an empty directory is used too
+    assert (empty / MANIFEST).is_file()
+    shutil.rmtree(empty)
     precious = tmp_path / "precious"
     precious.mkdir()
     (precious / "keep.txt").write_text("mine")

@@ -35,6 +35,10 @@ def register(subparsers):
     pretrain.add_argument("--max-sequence-length", type=int, nargs="+", default=[128, 512])
     pretrain.add_argument("--shards", type=int, default=4)
     pretrain.add_argument("--seed", type=int, default=12345)
+    pretrain.add_argument("--dupe-factor", type=int, default=1,
+                          help="passes over the corpus, each with new pair splits")
+    pretrain.add_argument("--short-seq-prob", type=float, default=0.1,
+                          help="probability of a shorter target length")
     pretrain.set_defaults(func=run_pretrain)
 
     samples = commands.add_parser("samples", help="write small learnable datasets in every format")
@@ -67,7 +71,9 @@ def run_pretrain(args):
 
     results = write_pretraining_data(args.corpus, vocab=args.vocab, out=args.out,
                                      max_sequence_lengths=args.max_sequence_length,
-                                     shards=args.shards, seed=args.seed)
+                                     shards=args.shards, seed=args.seed,
+                                     dupe_factor=args.dupe_factor,
+                                     short_seq_prob=args.short_seq_prob)
     for length, meta in results.items():
         print(f"seq{length}: {meta['num_instances']} sentence pairs from "
               f"{meta['num_documents']} documents, {meta['random_next_fraction']:.1%} random "
@@ -96,6 +102,10 @@ def run_check(args):
     counts = Counter()
     try:
         examples = read_examples(args.task, args.path, skip_bad_rows=args.skip_bad_rows)
+    except (ValueError, OSError) as error:  # an unknown task, a missing file
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    try:
         for example in examples:
             if "tags" in example:
                 counts.update(example["tags"])
@@ -104,7 +114,7 @@ def run_check(args):
             elif not isinstance(example["label"], float):  # STS-B scores are not counted
                 label = example["label"]
                 counts[examples.labels[label] if examples.task.kind == "image" else label] += 1
-    except (ValueError, OSError) as error:  # a DataError, an unknown task, a missing file
+    except (DataError, OSError) as error:  # a malformed row, an unreadable file
         hint = ""
         if isinstance(error, DataError) and not args.skip_bad_rows:
             hint = " (--skip-bad-rows skips, counts and lists such rows)"

@@ -5,11 +5,23 @@ to the token-level classifier over the NER label set". The tag goes on a word's 
 sub-token; the other sub-tokens, [CLS], [SEP] and padding get sample weight 0, so they do not
 count in a Keras loss or weighted metric (label 0 there is a placeholder). This is the Keras
 form of transformers' label -100 (`ignore_index` of torch's cross-entropy).
+
+A word gets no sub-token when it tokenizes to nothing (a lone soft hyphen, as transformers
+also drops it) or when `max_sequence_length` cuts it off; such words have no position in the
+labels. `ner_dataset` counts both, logs a warning on the "zoo.data" logger and keeps the counts
+in the dataset's `report`; `word_ids` (opt-in with `with_word_ids=True`) maps each token
+position back to its word for evaluation.
 """
 
+import dataclasses
+import logging
+
+import numpy as np
 import tensorflow as tf
 
 from zoo.data.packing import pack_bert
+
+logger = logging.getLogger("zoo.data")
 
 
 def align_tokens(words, tokenizer, max_sequence_length):
@@ -23,9 +35,9 @@ def align_tokens(words, tokenizer, max_sequence_length):
 
     Returns:
         dict of (batch, max_sequence_length) int32 `token_ids`, `segment_ids` (zeros),
-        `padding_mask` (`zoo.data.packing.pack_bert`'s) and `word_ids` (the index of the word each token comes from, -1 for [CLS], [SEP] and padding;
-        transformers' `word_ids()` with None as -1), and bool `first_token` (True on each word's
-        first sub-token).
+        `padding_mask` (`zoo.data.packing.pack_bert`'s) and `word_ids` (the index of the word
+        each token comes from, -1 for [CLS], [SEP] and padding; transformers' `word_ids()` with
+        None as -1), and bool `first_token` (True on each word's first sub-token).
 
     Example:
         >>> from zoo.tokenizers import WordPieceTokenizer
@@ -53,16 +65,54 @@ def align_tokens(words, tokenizer, max_sequence_length):
     return out
 
 
+@dataclasses.dataclass
+class AlignmentReport:
+    """Words of a `ner_dataset` that got no labelled position (so are absent from `y`)."""
+
+    sentences: int = 0
+    words: int = 0
+    words_without_tokens: int = 0  # tokenize to nothing (e.g. a lone soft hyphen)
+    words_truncated: int = 0  # cut off by max_sequence_length
+
+    @property
+    def words_unlabelled(self):
+        return self.words_without_tokens + self.words_truncated
+
+    def __str__(self):
+        return (f"{self.words_unlabelled} of {self.words} words in {self.sentences} sentences "
+                f"have no labelled token: {self.words_without_tokens} tokenize to nothing, "
+                f"{self.words_truncated} cut off by max_sequence_length")
+
+
+def _alignment_report(words, tokenizer, max_sequence_length, chunk=8192):
+    flat = [word for sentence in words for word in sentence]
+    counts = [tokenizer(tf.constant(flat[k:k + chunk])).row_lengths().numpy()
+              for k in range(0, len(flat), chunk)]
+    counts = np.concatenate(counts) if counts else np.zeros(0, np.int64)
+    report = AlignmentReport(sentences=len(words), words=len(flat))
+    room, offset = max_sequence_length - 2, 0  # [CLS] and [SEP]
+    for sentence in words:
+        pieces = counts[offset:offset + len(sentence)]
+        offset += len(sentence)
+        before = np.cumsum(pieces) - pieces  # tokens ahead of each word
+        report.words_without_tokens += int((pieces == 0).sum())
+        report.words_truncated += int(((pieces > 0) & (before >= room)).sum())
+    return report
+
+
 def ner_dataset(examples, tokenizer, label_names, batch_size, max_sequence_length=128,
-                shuffle_buffer=0, seed=None, drop_remainder=False):
+                shuffle_buffer=0, seed=None, drop_remainder=False, with_word_ids=False):
     """A tf.data pipeline of `(x, y, sample_weight)` batches for token classification.
 
     `x` holds `token_ids`, `segment_ids` (zeros) and `padding_mask`; `y` is (batch, length)
     int32 tag ids on first sub-tokens and 0 elsewhere; `sample_weight` is (batch, length)
     float32, 1 on first sub-tokens, 0 elsewhere. Use
     `SparseCategoricalCrossentropy(reduction="mean_with_sample_weight")` to average over words.
-    Predictions of a word are read at its first sub-token: in order, the positions where
-    `sample_weight` is 1 are the sentence's words (those not cut by `max_sequence_length`).
+    Predictions of a word are read at its first sub-token, the positions where `sample_weight`
+    is 1. Words with no token (they tokenize to nothing, or `max_sequence_length` cuts them off)
+    have no such position, so map predictions back to words through `word_ids`
+    (`with_word_ids=True`), not by counting positions. Those words are counted in the returned
+    dataset's `report` (an `AlignmentReport`) and logged as a warning on the "zoo.data" logger.
 
     Args:
         examples: dicts `{"words": [...], "tags": [...]}` (CoNLL-2003, one per sentence).
@@ -73,6 +123,9 @@ def ner_dataset(examples, tokenizer, label_names, batch_size, max_sequence_lengt
         shuffle_buffer: sentences in the shuffle buffer (0: keep order, for evaluation).
         seed: shuffle seed.
         drop_remainder: drop a last partial batch.
+        with_word_ids: also put `word_ids` in `x` ((batch, length) int32, the word index of
+            each token, -1 for [CLS], [SEP] and padding; see `align_tokens`). Off by default,
+            as a model's inputs do not include it.
 
     Example:
         >>> from zoo.tokenizers import WordPieceTokenizer
@@ -95,6 +148,9 @@ def ner_dataset(examples, tokenizer, label_names, batch_size, max_sequence_lengt
             raise ValueError(f"example {index}: tags {unknown} not in label_names {label_names}")
         words.append(list(example["words"]))
         tags.append([label_ids[t] for t in example["tags"]])
+    report = _alignment_report(words, tokenizer, max_sequence_length)
+    if report.words_unlabelled:
+        logger.warning("ner_dataset: %s", report)
     ds = tf.data.Dataset.from_tensor_slices((
         tf.ragged.constant(words, dtype=tf.string, row_splits_dtype=tf.int64),
         tf.ragged.constant(tags, dtype=tf.int32, row_splits_dtype=tf.int64)))
@@ -109,8 +165,11 @@ def ner_dataset(examples, tokenizer, label_names, batch_size, max_sequence_lengt
         tags = tf.pad(tags.to_tensor(), [[0, 0], [0, 1]])
         token_tags = tf.gather(tags, tf.maximum(word_ids, 0), batch_dims=1)
         weights = tf.cast(aligned["first_token"], tf.float32)
-        x = {key: aligned[key] for key in ("token_ids", "segment_ids", "padding_mask")}
+        keys = ("token_ids", "segment_ids", "padding_mask") + (("word_ids",) * with_word_ids)
+        x = {key: aligned[key] for key in keys}
         return x, token_tags * tf.cast(aligned["first_token"], tf.int32), weights
 
     ds = ds.ragged_batch(batch_size, drop_remainder=drop_remainder)
-    return ds.map(prepare, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    ds = ds.map(prepare, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    ds.report = report
+    return ds

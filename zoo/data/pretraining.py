@@ -30,6 +30,8 @@ import json
 import math
 import os
 import random
+import shutil
+import tempfile
 
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -206,8 +208,26 @@ def _random_segment(documents, index, target_length, rng):
 def _truncate_pair(tokens_a, tokens_b, max_num_tokens, rng):
     # Trim the longer side, from the front or the back at random to avoid biases (original).
     while len(tokens_a) + len(tokens_b) > max_num_tokens:
-        longer = tokens_a if len(tokens_a) >= len(tokens_b) else tokens_b
+        longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b  # ties trim B
         longer.pop(0 if rng.random() < 0.5 else -1)
+
+
+def _swap_in(staging, directory):
+    """Replace `directory` (if any) by the complete `staging` directory."""
+    if not os.path.exists(directory):
+        os.rename(staging, directory)
+        return
+    aside = tempfile.mkdtemp(prefix=f".{os.path.basename(directory)}-old-",
+                             dir=os.path.dirname(directory) or ".")
+    old = os.path.join(aside, "old")
+    os.rename(directory, old)
+    try:
+        os.rename(staging, directory)
+    except BaseException:
+        os.rename(old, directory)  # put the previous data back
+        os.rmdir(aside)
+        raise
+    shutil.rmtree(aside)
 
 
 def _serialize(token_ids, segment_ids, next_sentence_label):
@@ -226,8 +246,10 @@ def write_pretraining_data(corpus_files, vocab, out, max_sequence_lengths=(128, 
     """Write BERT pretraining shards (sentence pairs, NSP labels, unmasked) for each length.
 
     Documents are tokenized once; each length gets its own pairs from `random.Random` seeded by
-    `seed` and the length, so the output is deterministic. Files are written under temporary
-    names and renamed when complete; `pretraining.json` is written last.
+    `seed` and the length, so the output is deterministic. Each `seq{length}` directory is
+    written in full (shards, then `pretraining.json`) into a temporary directory next to it,
+    which then replaces it whole; on failure the temporary directory is removed and the
+    previous `seq{length}` is left as it was.
 
     Args:
         corpus_files: text files, one sentence per line, a blank line between documents.
@@ -253,27 +275,16 @@ def write_pretraining_data(corpus_files, vocab, out, max_sequence_lengths=(128, 
     special = {name: int(getattr(tokenizer, name)) for name in
                ("cls_token_id", "sep_token_id", "pad_token_id", "mask_token_id")}
     documents = read_documents(corpus_files, tokenizer)
+    umask = os.umask(0)
+    os.umask(umask)
     results = {}
     for length in max_sequence_lengths:
         rng = random.Random(f"{seed}:{length}")
         instances = create_instances(documents, length, rng, short_seq_prob, dupe_factor)
         directory = os.path.join(out, f"seq{length}")
-        os.makedirs(directory, exist_ok=True)
+        os.makedirs(out, exist_ok=True)
         names = [f"pretraining-{k:05d}-of-{shards:05d}.tfrecord" for k in range(shards)]
-        writers = [tf.io.TFRecordWriter(os.path.join(directory, name + ".tmp")) for name in names]
         cls, sep = special["cls_token_id"], special["sep_token_id"]
-        for k, (a, b, is_random_next) in enumerate(
-                tqdm(instances, desc=f"writing seq{length}", unit=" pairs", leave=False)):
-            token_ids = [cls, *a, sep, *b, sep]
-            segment_ids = [0] * (len(a) + 2) + [1] * (len(b) + 1)
-            writers[k % shards].write(_serialize(token_ids, segment_ids, int(is_random_next)))
-        for writer, name in zip(writers, names):
-            writer.close()
-            os.replace(os.path.join(directory, name + ".tmp"), os.path.join(directory, name))
-        # Shards of an earlier run with another shard count would be picked up by a glob.
-        for stale in glob.glob(os.path.join(directory, "pretraining-*-of-*.tfrecord")):
-            if os.path.basename(stale) not in names:
-                os.remove(stale)
         metadata = dict(
             max_sequence_length=length, num_instances=len(instances),
             random_next_fraction=sum(r for _, _, r in instances) / max(len(instances), 1),
@@ -284,10 +295,28 @@ def write_pretraining_data(corpus_files, vocab, out, max_sequence_lengths=(128, 
             **special, shards=names, seed=seed, short_seq_prob=short_seq_prob,
             dupe_factor=dupe_factor, corpus_files=[os.path.abspath(f) for f in corpus_files],
         )
-        path = os.path.join(directory, METADATA)
-        with open(path + ".tmp", "w") as f:
-            json.dump(metadata, f, indent=2)
-        os.replace(path + ".tmp", path)
+        # The whole run goes to a hidden temporary directory next to seq{length}, which then
+        # replaces it in one piece: a failed run leaves the previous data untouched, and shards
+        # of an earlier run with another shard count cannot linger.
+        staging = tempfile.mkdtemp(prefix=f".seq{length}-", dir=out)
+        try:
+            os.chmod(staging, 0o777 & ~umask)  # mkdtemp's 0700 would outlive the rename
+            writers = [tf.io.TFRecordWriter(os.path.join(staging, name)) for name in names]
+            try:
+                for k, (a, b, is_random_next) in enumerate(
+                        tqdm(instances, desc=f"writing seq{length}", unit=" pairs", leave=False)):
+                    token_ids = [cls, *a, sep, *b, sep]
+                    segment_ids = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+                    writers[k % shards].write(
+                        _serialize(token_ids, segment_ids, int(is_random_next)))
+            finally:
+                for writer in writers:
+                    writer.close()
+            with open(os.path.join(staging, METADATA), "w") as f:
+                json.dump(metadata, f, indent=2)
+            _swap_in(staging, directory)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)  # gone already unless something failed
         results[length] = metadata
     return results
 
@@ -304,11 +333,22 @@ class ExactRateItemSelector(tf_text.RandomItemSelector):
     up with probability equal to the fractional part makes the expected count exactly `rate * n`
     for every length, so the selected fraction is the configured rate.
 
+    Random numbers are stateless, from `seed` (see `mask_tokens`).
+
     Args:
         max_selections_per_batch: cap on selections per row (the name is tf_text's).
         selection_rate: fraction of selectable items to select.
         unselectable_ids: ids never selected.
+        seed: int tensor of shape (2,), the stateless seed of this batch.
     """
+
+    def __init__(self, max_selections_per_batch, selection_rate, unselectable_ids, seed):
+        super().__init__(max_selections_per_batch, selection_rate, unselectable_ids)
+        self._seed = seed
+
+    def _uniform(self, shape, salt):
+        seed = tf.random.experimental.stateless_fold_in(self._seed, salt)
+        return tf.random.stateless_uniform(shape, seed=seed)
 
     def get_selection_mask(self, input_ids, axis=1):
         if axis != 1:
@@ -316,19 +356,46 @@ class ExactRateItemSelector(tf_text.RandomItemSelector):
         selectable = self.get_selectable(input_ids, axis)
         dense = selectable.to_tensor(False)  # (batch, width)
         count = tf.reduce_sum(tf.cast(dense, tf.float32), axis=1)
-        count = tf.floor(count * self.selection_rate + tf.random.uniform(tf.shape(count)))
+        count = tf.floor(count * self.selection_rate + self._uniform(tf.shape(count), 1))
         count = tf.minimum(count, self.max_selections_per_batch)
         # A random order of the selectable positions; the first `count` of each row are chosen.
-        scores = tf.where(dense, tf.random.uniform(tf.shape(dense)), -1.0)
+        scores = tf.where(dense, self._uniform(tf.shape(dense), 2), -1.0)
         rank = tf.argsort(tf.argsort(scores, axis=1, direction="DESCENDING"), axis=1)
         chosen = tf.logical_and(dense, tf.cast(rank, tf.float32) < count[:, None])
         return tf.RaggedTensor.from_tensor(chosen, lengths=selectable.row_lengths(),
                                            row_splits_dtype=selectable.row_splits.dtype)
 
 
+class StatelessMaskValuesChooser(tf_text.MaskValuesChooser):
+    """`tf_text.MaskValuesChooser` drawing its random numbers from a stateless `seed`.
+
+    Same rule (of the selected items: `mask_token_rate` -> [MASK], `random_token_rate` -> a
+    uniform random id in [0, vocab_size), the rest unchanged); tf_text's own chooser uses
+    stateful random ops, which replay the same stream in every new iterator of a tf.data
+    pipeline once a global seed is set, so every epoch would see the same masks.
+    """
+
+    def __init__(self, vocab_size, mask_token, mask_token_rate, random_token_rate, seed):
+        super().__init__(vocab_size, mask_token, mask_token_rate=mask_token_rate,
+                         random_token_rate=random_token_rate)
+        self._seed = seed
+
+    def get_mask_values(self, masked_lm_ids):
+        ids = masked_lm_ids.flat_values
+        fold_in = tf.random.experimental.stateless_fold_in
+        u = tf.random.stateless_uniform(tf.shape(ids), seed=fold_in(self._seed, 3))
+        random_ids = tf.random.stateless_uniform(
+            tf.shape(ids), seed=fold_in(self._seed, 4), minval=0,
+            maxval=tf.cast(self.vocab_size, ids.dtype), dtype=ids.dtype)
+        values = tf.where(u < self._mask_token_rate, tf.cast(self.mask_token, ids.dtype),
+                          tf.where(u < self._mask_token_rate + self.random_token_rate,
+                                   random_ids, ids))
+        return masked_lm_ids.with_flat_values(values)
+
+
 def mask_tokens(token_ids, *, vocabulary_size, mask_token_id, unselectable_token_ids,
                 mask_selection_length, mask_selection_rate=0.15, mask_token_rate=0.8,
-                random_token_rate=0.1):
+                random_token_rate=0.1, seed=None):
     """BERT masking of a batch of unpadded sequences (section 3.1, Table 8).
 
     Args:
@@ -341,6 +408,8 @@ def mask_tokens(token_ids, *, vocabulary_size, mask_token_id, unselectable_token
         mask_selection_rate: fraction of selectable tokens selected (0.15).
         mask_token_rate: fraction of selected tokens replaced by [MASK] (0.8).
         random_token_rate: fraction replaced by a random token (0.1); the rest stay unchanged.
+        seed: int tensor of shape (2,) seeding this batch's masks (stateless random ops); by
+            default one is drawn from TF's random stream.
 
     Returns:
         dict of `token_ids` (ragged, masked), and dense (batch, mask_selection_length)
@@ -357,11 +426,12 @@ def mask_tokens(token_ids, *, vocabulary_size, mask_token_id, unselectable_token
     if mask_token_rate + random_token_rate > 1:
         raise ValueError(f"mask_token_rate + random_token_rate must be <= 1; got "
                          f"{mask_token_rate} + {random_token_rate}")
+    if seed is None:
+        seed = tf.random.uniform([2], maxval=tf.int64.max, dtype=tf.int64)
     selector = ExactRateItemSelector(mask_selection_length, mask_selection_rate,
-                                     list(unselectable_token_ids))
-    chooser = tf_text.MaskValuesChooser(vocabulary_size, mask_token_id,
-                                        mask_token_rate=mask_token_rate,
-                                        random_token_rate=random_token_rate)
+                                     list(unselectable_token_ids), seed=seed)
+    chooser = StatelessMaskValuesChooser(vocabulary_size, mask_token_id, mask_token_rate,
+                                         random_token_rate, seed=seed)
     masked, positions, mask_ids = tf_text.mask_language_model(token_ids, selector, chooser)
     shape = [None, mask_selection_length]
     return {
@@ -427,7 +497,8 @@ def pretraining_dataset(files, batch_size, max_sequence_length, *, mask_selectio
             to `ceil(max_sequence_length * mask_selection_rate)` (20 at 128, like the
             original's `max_predictions_per_seq`), which the selection never exceeds.
         shuffle_buffer: examples in the shuffle buffer (0: no shuffling, files in order).
-        seed: seed of the file order and shuffle buffer; masks use TF's global seed.
+        seed: seed of the file order, the shuffle buffer and the masks: the same seed gives
+            the same sequence of epochs, and every pass over the dataset draws new masks.
         repeat: repeat forever (for step-based training).
         drop_remainder: keep batches full, so every batch has a static shape.
 
@@ -450,14 +521,15 @@ def pretraining_dataset(files, batch_size, max_sequence_length, *, mask_selectio
         "next_sentence_label": tf.io.FixedLenFeature([], tf.int64),
     }
 
-    def prepare(serialized):
+    def prepare(serialized, batch_seed):
         example = tf.io.parse_example(serialized, spec)
         token_ids = tf.cast(example["token_ids"], tf.int32)
         masked = mask_tokens(
             token_ids, vocabulary_size=vocab["vocabulary_size"],
             mask_token_id=vocab["mask_token_id"], unselectable_token_ids=unselectable,
             mask_selection_length=mask_selection_length, mask_selection_rate=mask_selection_rate,
-            mask_token_rate=mask_token_rate, random_token_rate=random_token_rate)
+            mask_token_rate=mask_token_rate, random_token_rate=random_token_rate,
+            seed=batch_seed)
         shape = [None, max_sequence_length]
         x = {
             "token_ids": masked["token_ids"].to_tensor(vocab["pad_token_id"], shape=shape),
@@ -480,4 +552,8 @@ def pretraining_dataset(files, batch_size, max_sequence_length, *, mask_selectio
     if repeat:
         ds = ds.repeat()
     ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    # One stateless seed per batch, from a stream that restarts differently in every new
+    # iterator (each epoch of `fit`) yet is reproducible for a given `seed`.
+    batch_seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
+    ds = tf.data.Dataset.zip((ds, batch_seeds))
     return ds.map(prepare, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

@@ -472,8 +472,13 @@ def _read_story_cloze(path, report):
 
 def _read_race(path, report):
     if os.path.isdir(path):
-        files = sorted(os.path.join(root, name) for root, _, names in os.walk(path)
-                       for name in names if name.endswith(".txt"))
+        # Hidden names are skipped, as for image folders: macOS writes AppleDouble `._1.txt`.
+        files = []
+        for root, folders, names in os.walk(path):
+            folders[:] = [f for f in folders if not f.startswith(".")]
+            files.extend(os.path.join(root, name) for name in names
+                         if name.endswith(".txt") and not name.startswith("."))
+        files.sort()
         if not files:
             raise DataError(path, None, "no RACE files",
                             ".txt files holding one JSON object each", "none")

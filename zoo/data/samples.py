@@ -32,6 +32,7 @@ Example:
     {'id': '2', 'sentence1': 'a delightful , charming script ', 'label': '1'}
 """
 
+import copy
 import csv
 import json
 import os
@@ -78,8 +79,9 @@ def write_samples(out, seed=0):
     """Write every sample dataset, the pretraining corpus and a manifest under `out`.
 
     The tree is built in a temporary directory next to `out` and renamed into place, so `out`
-    is never half-written. An existing `out` is replaced only if it holds a previous samples
-    tree (it has a manifest.json); anything else is left alone and is an error.
+    is never half-written. An existing `out` is replaced only if it is an empty directory or
+    holds a previous samples tree (it has a manifest.json); anything else is left alone and is
+    an error.
 
     Args:
         out: the output directory.
@@ -106,7 +108,7 @@ def write_samples(out, seed=0):
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; the result is an ordinary directory
         for write in _WRITERS:
             write(tmp, random.Random(f"{seed}/{write.__name__}"))  # one stream per dataset
-        manifest = {"seed": seed, "tasks": LAYOUT, "corpus": CORPUS}
+        manifest = {"seed": seed, "tasks": copy.deepcopy(LAYOUT), "corpus": CORPUS}
         _write_text(os.path.join(tmp, MANIFEST), json.dumps(manifest, indent=2) + "\n")
         if os.path.exists(out):
             old = tmp + ".old"

@@ -66,7 +66,8 @@ def squad_windows(examples, tokenizer, max_sequence_length=384, doc_stride=128,
         examples: dicts `{"id", "question", "context", "answers": [{"text", "answer_start"}],
             "is_impossible" (optional)}`; `answer_start` counts characters of `context`. Only
             the first answer is used for labels (the training convention); no answers or
-            `is_impossible` means unanswerable.
+            `is_impossible` means unanswerable. Raises ValueError (naming the example id) for a
+            context with no tokens or an answer that overlaps no context token.
         tokenizer: WordPiece tokenizer with `tokenize_with_offsets` (character offsets into
             the original strings) and `cls_token_id`, `sep_token_id`, `pad_token_id`.
         max_sequence_length: window length in tokens (384 in `run_squad.py`'s README).
@@ -111,10 +112,18 @@ def squad_windows(examples, tokenizer, max_sequence_length=384, doc_stride=128,
         if window < 1:
             raise ValueError(f"{where}: max_sequence_length={length} leaves no room for context "
                              f"after a {len(question)}-token question")
+        if not len(ids):
+            # run_squad.py makes no feature for such a context; do not invent a window.
+            raise ValueError(f"{where}: the context tokenizes to no tokens")
         answer = _answer_chars(example, where)
         if answer is not None:
             inside = np.flatnonzero((ends > answer[0]) & (starts < answer[1]))
-            answer = (inside[0], inside[-1]) if len(inside) else None
+            if not len(inside):
+                # run_squad.py logs "Could not find answer" and skips the example; relabelling
+                # it as unanswerable would be silently wrong.
+                raise ValueError(f"{where}: answer {example['answers'][0]['text']!r} at "
+                                 f"character {answer[0]} overlaps no context token")
+            answer = (inside[0], inside[-1])
 
         window_starts = _window_starts(len(ids), window, doc_stride)
         spans = [(s, min(window, len(ids) - s)) for s in window_starts]
