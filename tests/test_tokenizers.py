@@ -306,25 +306,26 @@ FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
 texts_strategy = st.lists(st.text(max_size=40), min_size=1, max_size=8)
 
 
+def _assert_same_as_transformers(ours, theirs, texts):
+    ids, offsets = _ours(ours, texts)
+    hf_ids, hf_offsets = _theirs(theirs, texts)
+    assert ids == hf_ids, texts
+    assert offsets == hf_offsets, texts
+
+
 @FUZZ
 @given(texts=texts_strategy)
 def test_fuzz_wordpiece_matches_transformers(wordpiece, hf_wordpiece, texts):
     assume(not any(_nfd_reorders(text) for text in texts))
     for lowercase in (True, False):
-        ids, offsets = _ours(wordpiece[lowercase], texts)
-        hf_ids, hf_offsets = _theirs(hf_wordpiece[lowercase], texts)
-        assert ids == hf_ids, texts
-        assert offsets == hf_offsets, texts
+        _assert_same_as_transformers(wordpiece[lowercase], hf_wordpiece[lowercase], texts)
 
 
 @FUZZ
 @given(texts=texts_strategy)
 def test_fuzz_gpt_matches_transformers(gpt, hf_gpt, texts):
     assume(not any(_nfd_reorders(text) for text in texts))
-    ids, offsets = _ours(gpt, texts)
-    hf_ids, hf_offsets = _theirs(hf_gpt, texts)
-    assert ids == hf_ids, texts
-    assert offsets == hf_offsets, texts
+    _assert_same_as_transformers(gpt, hf_gpt, texts)
 
 
 def _newer_than_unicode_14(text):
@@ -338,10 +339,7 @@ def _newer_than_unicode_14(text):
 def test_fuzz_byte_level_matches_transformers(byte_level, hf_byte_level, texts):
     assume(not any(_newer_than_unicode_14(text) for text in texts))
     for prefix in (False, True):
-        ids, offsets = _ours(byte_level[prefix], texts)
-        hf_ids, hf_offsets = _theirs(hf_byte_level[prefix], texts)
-        assert ids == hf_ids, texts
-        assert offsets == hf_offsets, texts
+        _assert_same_as_transformers(byte_level[prefix], hf_byte_level[prefix], texts)
 
 
 @pytest.mark.slow
