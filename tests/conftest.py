@@ -4,3 +4,26 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def sample_data(tmp_path_factory):
+    """The sample datasets plus a WordPiece and a BPE vocabulary learnt on their text.
+
+    Returns a dict: "root" (the samples tree), "wordpiece" and "bpe" (vocabulary folders).
+    """
+    from zoo.data.samples import LAYOUT, write_samples
+    from zoo.tokenizers import train_vocabulary
+
+    root = tmp_path_factory.mktemp("training") / "samples"
+    write_samples(root)
+    texts = [str(root / "corpus" / "corpus.txt")] + [
+        str(root / LAYOUT[task]["train"]) for task in LAYOUT
+        if task.startswith("glue/") or task in ("snli", "scitail")]
+    out = {"root": root}
+    for kind in ("wordpiece", "bpe"):
+        out[kind] = str(root.parent / kind)
+        train_vocabulary(texts, size=1500, kind=kind, out=out[kind])
+    return out

@@ -33,6 +33,6 @@ def test_traceback_on_request(tmp_path, monkeypatch):
 
 
 def test_demo_prints_the_table(capsys):
-    assert cli.main(["demo", "--presets", "bert_tiny", "vit_tiny16", "--sequence-length", "8"]) == 0
+    assert cli.main(["demo", "--models", "bert_tiny", "vit_tiny16", "--sequence-length", "8"]) == 0
     out = capsys.readouterr().out
     assert "bert_tiny" in out and "4,385,920" in out and "vit_tiny16" in out

@@ -17,6 +17,9 @@ COMMANDS = {
     "benchmark": "tools.benchmark",
     "data": "tools.data",
     "convert": "tools.convert",
+    "train": "tools.train",
+    "evaluate": "tools.evaluate",
+    "score": "tools.score",
 }
 
 

@@ -8,7 +8,7 @@ unused tensors, shape mismatches, unreadable files. Head models (`BertPretrainin
 
 from zoo.convert.bert_checkpoint import from_bert_checkpoint
 from zoo.convert.core import ConversionError
-from zoo.convert.head_models import BertPretrainingModel, GPTLanguageModel, ViTClassifier
+from zoo.models.head_models import BertPretrainingModel, GPTLanguageModel, ViTClassifier
 from zoo.convert.huggingface import from_huggingface, to_huggingface
 from zoo.convert.keras_hub_presets import from_keras_hub
 

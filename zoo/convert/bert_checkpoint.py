@@ -8,7 +8,7 @@ Variable names are those of google-research/bert `modeling.py` and `run_pretrain
 import pathlib
 
 from zoo.convert.core import ConversionError, load_weights, permuted, read_json, same
-from zoo.convert.head_models import BertPretrainingModel
+from zoo.models.head_models import BertPretrainingModel
 from zoo.models import BertBackbone
 
 # BertConfig defaults of google-research/bert modeling.py (vocab_size has none).

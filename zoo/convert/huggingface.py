@@ -12,7 +12,7 @@ import warnings
 from zoo.convert.core import (ConversionError, SafetensorsSource, atomic_output, dense_ports,
                               export_weights, layer_norm_ports, load_weights, permuted,
                               read_json, same, split)
-from zoo.convert.head_models import BertPretrainingModel, GPTLanguageModel, ViTClassifier
+from zoo.models.head_models import BertPretrainingModel, GPTLanguageModel, ViTClassifier
 from zoo.models import BertBackbone, GPTBackbone, ViTBackbone
 
 # transformers' ACT2FN names used by BERT and ViT configs -> zoo activation names.
@@ -258,6 +258,9 @@ def _bert_from_hf(config, keys, with_head, where):
 
 def _bert_to_hf(model):
     backbone = model.backbone if isinstance(model, BertPretrainingModel) else model
+    if backbone.causal:
+        raise ConversionError(f"{model.name}: a causal (left-to-right) BERT encoder has no "
+                              "transformers BertModel equivalent in this exporter")
     if isinstance(model, BertPretrainingModel):
         architecture = {(True, True): "BertForPreTraining", (True, False): "BertForMaskedLM",
                         (False, True): "BertForNextSentencePrediction"}[

@@ -2,16 +2,21 @@
 
 from zoo.layers.attention import AttentionMask, MultiHeadSelfAttention
 from zoo.layers.embeddings import PatchEmbedding, PositionEmbedding, TiedEmbedding
-from zoo.layers.heads import ClassificationHead, MaskedLMHead
+from zoo.layers.heads import (ClassificationHead, FoldSequences, GatherPositions,
+                              LastTokenPooling, MaskedLMHead, UnfoldSequences)
 from zoo.layers.transformer import TransformerBlock
 
 __all__ = [
     "AttentionMask",
     "ClassificationHead",
+    "FoldSequences",
+    "GatherPositions",
+    "LastTokenPooling",
     "MaskedLMHead",
     "MultiHeadSelfAttention",
     "PatchEmbedding",
     "PositionEmbedding",
     "TiedEmbedding",
     "TransformerBlock",
+    "UnfoldSequences",
 ]

@@ -123,3 +123,61 @@ class ClassificationHead(keras.layers.Layer):
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
         )
         return config
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class GatherPositions(keras.layers.Layer):
+    """Hidden states at given positions: (batch, seq, hidden), (batch, k) -> (batch, k, hidden).
+
+    BERT's masked-LM loss is computed only at the masked positions (`gather_indexes` in the
+    released `run_pretraining.py`), so the vocabulary projection runs on k << seq vectors. A
+    one-hot contraction rather than a gather keeps it one op on every backend.
+    """
+
+    def call(self, x, positions):
+        one_hot = ops.one_hot(positions, ops.shape(x)[1], dtype=x.dtype)  # (batch, k, seq)
+        return ops.einsum("bks,bsh->bkh", one_hot, x)
+
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class LastTokenPooling(keras.layers.Layer):
+    """The hidden state of the last real token: (batch, seq, hidden) -> (batch, hidden).
+
+    GPT-1 section 3.3: the classifier reads the final transformer activation of the extract
+    token, which the input transformations put last (`zoo.data.packing`).
+    """
+
+    def call(self, x, padding_mask):
+        last = ops.sum(ops.cast(padding_mask, "int32"), axis=1) - 1  # (batch,)
+        one_hot = ops.one_hot(last, ops.shape(x)[1], dtype=x.dtype)  # (batch, seq)
+        return ops.einsum("bs,bsh->bh", one_hot, x)
+
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class FoldSequences(keras.layers.Layer):
+    """(batch, n, ...) -> (batch * n, ...): several sequences per example through one backbone.
+
+    GPT-1's similarity (both orders) and multiple-choice inputs hold n sequences per example.
+    """
+
+    def call(self, x):
+        return ops.reshape(x, (-1,) + tuple(ops.shape(x)[2:]))
+
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class UnfoldSequences(keras.layers.Layer):
+    """(batch * n, ...) -> (batch, n, ...), the inverse of `FoldSequences`."""
+
+    def __init__(self, num_sequences, **kwargs):
+        super().__init__(**kwargs)
+        self.num_sequences = num_sequences
+
+    def call(self, x):
+        return ops.reshape(x, (-1, self.num_sequences) + tuple(ops.shape(x)[1:]))
+
+
+    def get_config(self):
+        return {**super().get_config(), "num_sequences": self.num_sequences}

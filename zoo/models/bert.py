@@ -37,6 +37,8 @@ class BertBackbone(Backbone):
         pooler: add the tanh dense layer on [CLS]. Checkpoints trained without next-sentence
             prediction have none (transformers' BertForMaskedLM); without it `pooled_output` is
             the [CLS] vector itself, as in `ViTBackbone`.
+        causal: attend only to earlier positions (a left-to-right encoder): the "LTR & No NSP"
+            ablation of BERT Table 5, trained as a left-to-right language model.
 
     Example:
         >>> import numpy as np, zoo
@@ -50,13 +52,13 @@ class BertBackbone(Backbone):
     config_keys = (
         "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim", "dropout",
         "attention_dropout", "max_sequence_length", "num_segments", "layer_norm_epsilon",
-        "activation", "return_hidden_states", "pooler",
+        "activation", "return_hidden_states", "pooler", "causal",
     )
 
     def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim=None,
                  dropout=0.1, attention_dropout=0.1, max_sequence_length=512, num_segments=2,
                  layer_norm_epsilon=1e-12, activation="gelu", return_hidden_states=False,
-                 pooler=True, dtype=None, **kwargs):
+                 pooler=True, causal=False, dtype=None, **kwargs):
         intermediate_dim = intermediate_dim or 4 * hidden_dim
         init = keras.initializers.TruncatedNormal(stddev=0.02)
 
@@ -96,7 +98,7 @@ class BertBackbone(Backbone):
         tokens = token_embedding(token_ids)  # (batch, seq, hidden)
         x = tokens + segment_embedding(segment_ids) + position_embedding(tokens)
         x = embeddings_dropout(embeddings_norm(x))
-        mask = AttentionMask(name="attention_mask")(padding_mask)  # (batch, 1, 1, seq)
+        mask = AttentionMask(causal=causal, name="attention_mask")(padding_mask)  # (b, 1, 1|s, s)
         hidden_states = [x]
         for block in blocks:
             x = block(x, attention_mask=mask)

@@ -1,0 +1,298 @@
+"""Sentence and sentence-pair classification: GLUE (all nine tasks), SNLI, SciTail.
+
+BERT section 4.1: "we represent the input sequence (for single sentence or sentence pairs) as
+described in Section 3, and use the final hidden vector C corresponding to the first input
+token ([CLS]) as the aggregate representation. The only new parameters introduced during
+fine-tuning are classification layer weights W (K x H)", with a standard classification loss
+log(softmax(C W^T)). STS-B, whose labels are similarity scores, gets one output and a squared
+error. Hyperparameters (appendix A.3): batch 32, 3 epochs, learning rate among 5e-5, 4e-5,
+3e-5 and 2e-5, warmup over the first 10 % of steps, then linear decay; dropout 0.1.
+
+GPT-1 section 3.3: inputs are transformed into one token sequence: `[start; text; extract]`
+for classification (CoLA, SST-2), `[start; premise; delim; hypothesis; extract]` for
+entailment (MNLI, SNLI, SciTail, QNLI, RTE, WNLI), and for similarity (MRPC, QQP, STS-B)
+both orders of the two sentences, processed independently, their final extract-token states
+added before the linear output layer. Section 3.2: the fine-tuning objective adds the language
+model loss on the same text, L3 = L2 + lambda * L1 with lambda 0.5 (`train.lm_weight`; 0 is
+the Table 5 ablation). Section 4.1: learning rate 6.25e-5, batch 32, 3 epochs, warmup over
+0.2 % of training then linear decay, dropout 0.1 on the classifier.
+
+The style follows the backbone of `model.preset`: a BERT preset gives the BERT model and
+packing, a GPT preset the GPT-1 ones. Metrics are the benchmarks' own (zoo.metrics).
+"""
+
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from zoo import config as config_lib
+from zoo import metrics as metrics_lib
+from zoo import training
+from zoo.data import packing, read_examples
+from zoo.data.readers import TASKS as READERS
+from zoo.data.samples import LAYOUT
+
+SINGLE_SENTENCE = ("glue/cola", "glue/sst2")
+SIMILARITY = ("glue/mrpc", "glue/qqp", "glue/stsb")  # GPT-1 Table 4 "semantic similarity"
+# Evaluation splits with more than one file: MNLI's matched and mismatched dev and test sets.
+SPLIT_FILES = {"glue/mnli": {"dev": ("dev_matched", "dev_mismatched"),
+                             "test": ("test_matched", "test_mismatched")}}
+NAMES = ("glue/cola", "glue/sst2", "glue/mrpc", "glue/qqp", "glue/stsb", "glue/mnli",
+         "glue/qnli", "glue/rte", "glue/wnli", "snli", "scitail")
+
+
+class ClassificationTask:
+    """One GLUE / SNLI / SciTail task: model, datasets, compile, evaluation.
+
+    Args:
+        name: the task name, one of `NAMES`.
+        config: a `zoo.config.Experiment`.
+        check_data: read the train and dev files now, so a missing path or a bad label fails
+            before training starts.
+
+    Example:
+        >>> import tasks
+        >>> task = tasks.create("glue/mrpc", {"data": {"dir": "samples/glue/MRPC"},
+        ...                                   "model": {"vocabulary": "vocab"}})  # doctest: +SKIP
+        >>> model = task.build_model()  # doctest: +SKIP
+        >>> task.compile(model)  # doctest: +SKIP
+        >>> model.fit(task.dataset("train"), epochs=3)  # doctest: +SKIP
+        >>> task.evaluate(model, "dev")  # doctest: +SKIP
+        {'f1': 0.91, 'accuracy': 0.88}
+    """
+
+    def __init__(self, name, config, check_data=True):
+        self.name, self.config = name, config
+        self.labels = READERS[name].labels  # None: STS-B scores
+        self.regression = self.labels is None
+        self.gpt = _is_gpt(config.model.preset)
+        self.tokenizer = training.load_tokenizer(config.model, gpt=self.gpt)
+        self.metric_names = metrics_lib.METRICS[name]
+        self.main_metric = self.metric_names[0]
+        if name in SPLIT_FILES:
+            self.main_metric = f"{SPLIT_FILES[name]['dev'][0].split('_')[1]}_{self.main_metric}"
+        self._cache = {}
+        if check_data:
+            self.examples("train")
+            for split in SPLIT_FILES.get(name, {}).get("dev", ("dev",)):
+                self.examples(split)
+
+    # --- Data ---
+
+    def path(self, split):
+        """The official file of `split` under `data.dir` (train.tsv, dev_matched.tsv ...)."""
+        if not self.config.data.dir:
+            raise config_lib.ConfigError(f"data.dir: missing; the directory holding the "
+                                         f"{self.name} files")
+        if split not in LAYOUT[self.name]:
+            raise config_lib.ConfigError(f"{self.name} has no split {split!r}; splits: "
+                                         f"{', '.join(LAYOUT[self.name])}")
+        return os.path.join(self.config.data.dir, os.path.basename(LAYOUT[self.name][split]))
+
+    def examples(self, split, path=None):
+        """The examples of a split (or file) as columns: sentence1, sentence2, label, id."""
+        path = path or self.path(split)
+        if path not in self._cache:
+            examples = read_examples(self.name, path, skip_bad_rows=self.config.data.skip_bad_rows)
+            rows = list(examples)
+            self._cache[path] = {
+                "sentence1": [r["sentence1"] for r in rows],
+                "sentence2": [r.get("sentence2", "") for r in rows],
+                "label": [r["label"] for r in rows],
+                "id": [r["id"] for r in rows],
+                "report": examples.report,
+            }
+        return self._cache[path]
+
+    def _label_ids(self, labels, path):
+        if self.regression:
+            return np.array([[x if x is not None else 0.0] for x in labels], "float32")
+        index = {name: i for i, name in enumerate(self.labels)}
+        return np.array([index.get(x, 0) for x in labels], "int32")
+
+    def steps_per_epoch(self):
+        """Optimizer steps in one pass over the training file."""
+        n = len(self.examples("train")["label"])
+        return -(-n // self.config.train.batch_size)
+
+    def dataset(self, split, path=None, repeat=False, skip_batches=0, batch_size=None):
+        """Batches `(inputs, labels, sample_weights)` of a split, for `fit` / `predict`.
+
+        The train split is shuffled: with `repeat=True` as an endless stream whose order is
+        a pure function of (train.seed, position), so `skip_batches` resumes it exactly;
+        otherwise one pass, reshuffled at every iteration. Other splits keep file order.
+        """
+        columns = self.examples(split, path)
+        n = len(columns["label"])
+        batch_size = batch_size or self.config.train.batch_size
+        tensors = (tf.constant(columns["sentence1"]), tf.constant(columns["sentence2"]),
+                   tf.constant(self._label_ids(columns["label"], path)))
+        seed = self.config.train.seed
+        if split == "train" and repeat:
+            start = skip_batches * batch_size
+            indices = tf.data.Dataset.range(start, 2 ** 62).map(
+                lambda i: tf.random.experimental.index_shuffle(
+                    i % n, seed=tf.stack([tf.constant(seed, tf.int64), i // n]),
+                    max_index=n - 1))
+        elif split == "train":
+            indices = tf.data.Dataset.range(n).shuffle(n, seed=seed,
+                                                       reshuffle_each_iteration=True)
+        else:
+            indices = tf.data.Dataset.range(n)
+        ds = indices.batch(batch_size)
+        ds = ds.map(lambda i: self._encode(*(tf.gather(t, i) for t in tensors)),
+                    num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return ds.prefetch(tf.data.AUTOTUNE)
+
+    def _encode(self, sentence1, sentence2, label):
+        """Tokenize and pack one batch (TF ops only)."""
+        tok, length = self.tokenizer, self.config.data.sequence_length
+        first = tok(sentence1)
+        second = tok(sentence2)
+        single = self.name in SINGLE_SENTENCE
+        if not self.gpt:
+            segments = first if single else (first, second)
+            x = packing.pack_bert(segments, length, tok.cls_token_id, tok.sep_token_id,
+                                  tok.pad_token_id)
+            return x, {"logits": label}, {"logits": tf.ones(tf.shape(label)[:1])}
+        start, delimiter, extract = (tok.token_to_id(t) for t in tok.special_tokens)
+        if single:
+            x = packing.pack_gpt_classification(first, length, start, extract)
+        elif self.name in SIMILARITY:
+            x = packing.pack_gpt_similarity(first, second, length, start, delimiter, extract)
+        else:
+            x = packing.pack_gpt_entailment(first, second, length, start, delimiter, extract)
+        y = {"logits": label}
+        weights = {"logits": tf.ones(tf.shape(label)[:1])}
+        if self.config.train.lm_weight:
+            # Next-token targets: position t predicts token t + 1 (GPT-1 eq. 1 on the input).
+            ids, mask = x["token_ids"], x["padding_mask"]
+            pad = tf.zeros_like(ids[..., :1])
+            y["lm"] = tf.concat([ids[..., 1:], pad], axis=-1)
+            weights["lm"] = tf.cast(tf.concat([mask[..., 1:], pad], axis=-1), tf.float32)
+        return x, y, weights
+
+    # --- Model ---
+
+    def build_model(self):
+        """The backbone of `model.preset` / `model.init_checkpoint` with this task's head."""
+        from zoo import models
+
+        backbone = training.load_backbone(self.config.model, self.tokenizer)
+        num_classes = 1 if self.regression else len(self.labels)
+        if not self.gpt:
+            return models.BertClassifier(backbone, num_classes, dropout=self.config.model.dropout)
+        return models.GPTClassifier(
+            backbone, num_classes, num_sequences=2 if self.name in SIMILARITY else None,
+            combine="sum", dropout=self.config.model.dropout,
+            lm=bool(self.config.train.lm_weight))
+
+    def compile(self, model, total_steps=None, warmup_steps=None):
+        """Losses, metrics and the AdamW optimizer with its warmup + decay schedule."""
+        from zoo.optimization import build_optimizer
+
+        train = self.config.train
+        if total_steps is None:
+            schedule = training.Schedule(train, self.steps_per_epoch())
+            total_steps, warmup_steps = schedule.total, schedule.warmup
+        if self.regression:
+            losses = {"logits": keras.losses.MeanSquaredError()}
+            metrics = {"logits": [keras.metrics.MeanSquaredError(name="mse")]}
+        else:
+            losses = {"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
+            metrics = {"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
+        weights = {"logits": 1.0}
+        if "lm" in model.output:
+            # The mean over real next-token predictions of the batch.
+            losses["lm"] = keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True, reduction="mean_with_sample_weight")
+            weights["lm"] = train.lm_weight
+        optimizer = build_optimizer(
+            train.learning_rate, total_steps, warmup_steps, schedule=train.schedule,
+            weight_decay=train.weight_decay, clip_norm=train.clip_norm,
+            epsilon=train.adam_epsilon, model=model)
+        model.compile(optimizer=optimizer, loss=losses, loss_weights=weights, metrics=metrics,
+                      jit_compile=train.jit_compile)
+
+    # --- Evaluation ---
+
+    def predict(self, model, split="dev", path=None):
+        """Predicted labels (names, or floats for STS-B) of a split or file, in file order."""
+        inference = _inference_model(model)
+        ds = self.dataset(split, path).map(lambda x, *_: x)
+        logits = inference.predict(ds, verbose=0)["logits"]
+        if self.regression:
+            return [float(v) for v in logits[:, 0]]
+        return [self.labels[i] for i in np.argmax(logits, axis=-1)]
+
+    def evaluate(self, model, split="dev", path=None, return_predictions=False):
+        """The benchmark's metrics on a split (MNLI "dev": matched and mismatched), or a file.
+
+        Returns:
+            dict of metrics (empty when the file has no labels); with
+            `return_predictions=True` also {name: (columns, predicted labels)}.
+        """
+        if path:
+            files = {split: path}
+        else:
+            files = {s: None for s in SPLIT_FILES.get(self.name, {}).get(split, (split,))}
+        results, predictions = {}, {}
+        for name, file in files.items():
+            columns = self.examples(name, file)
+            predicted = self.predict(model, name, file)
+            predictions[name] = (columns, predicted)
+            gold = columns["label"]
+            if any(label is None for label in gold):
+                continue  # a test file: predictions only
+            prefix = f"{name.split('_')[1]}_" if len(files) > 1 else ""
+            for key, value in metrics_lib.compute(self.name, gold, predicted).items():
+                results[prefix + key] = value
+        return (results, predictions) if return_predictions else results
+
+    def write_predictions(self, path, predicted):
+        """GLUE submission TSV (`index<TAB>prediction`), the format `zoo score` reads."""
+        metrics_lib.write_predictions(path, predicted)
+
+    def describe(self, predictions, limit):
+        """A markdown table of the first dev examples with gold and predicted labels."""
+        rows = ["| sentence 1 | sentence 2 | gold | predicted |", "|---|---|---|---|"]
+        for columns, predicted in predictions.values():
+            for i in range(min(limit, len(predicted))):
+                cells = [columns["sentence1"][i], columns["sentence2"][i],
+                         columns["label"][i], predicted[i]]
+                rows.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+            break
+        return "\n".join(rows)
+
+    def phases(self, schedule):
+        """One phase: the whole run on the shuffled train stream."""
+        return [training.Phase(0, schedule.rounds,
+                               lambda skip: self.dataset("train", repeat=True,
+                                                         skip_batches=skip))]
+
+
+def _inference_model(model):
+    """The model without its training-only outputs (GPT-1's LM logits), built once per model.
+
+    The sub-model shares the weights; keeping it on the model keeps Keras from tracing a new
+    predict function at every evaluation.
+    """
+    if set(model.output) == {"logits"}:
+        return model
+    if getattr(model, "_zoo_inference", None) is None:
+        model._zoo_inference = keras.Model(model.input, {"logits": model.output["logits"]})
+    return model._zoo_inference
+
+
+def _is_gpt(preset):
+    from zoo.models.presets import PRESETS
+
+    if preset not in PRESETS:
+        raise config_lib.ConfigError(f"model.preset: unknown preset {preset!r}; known: "
+                                     f"{', '.join(PRESETS)}")
+    return PRESETS[preset][0] == "GPTBackbone"
+
+
+__all__ = ["ClassificationTask", "NAMES"]

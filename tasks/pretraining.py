@@ -1,0 +1,259 @@
+"""Pretraining: BERT's masked LM + next-sentence prediction, and left-to-right language models.
+
+BERT section 3.1 and appendix A.1-A.2: 15 % of the WordPiece tokens are predicted (80 %
+[MASK], 10 % random, 10 % unchanged; Table 8 ablates the rates: `data.mask_*`), plus a binary
+next-sentence prediction on [CLS] (`model.next_sentence: false` is the "No NSP" row of
+Table 5). Batch 256, Adam with lr 1e-4, beta1 0.9, beta2 0.999, L2 weight decay 0.01, warmup
+over the first 10,000 steps then linear decay; 90 % of the steps at sequence length 128 and
+the last 10 % at 512 (`data.phases`). The shards come from `zoo data pretrain`
+(zoo.data.pretraining), masked anew in every batch.
+
+Left-to-right: GPT-1 section 3.1 maximizes sum_i log P(u_i | u_{i-k} ... u_{i-1}) over
+contiguous blocks of text (section 4.1: 512 tokens, batch 64, max lr 2.5e-4, warmup over
+2,000 updates then cosine annealing to 0). With a BERT preset, the same objective on the BERT
+encoder with a causal mask is the "LTR & No NSP" ablation of BERT Table 5. The corpus is
+`data.dir/*.txt`: one sentence per line, a blank line between documents (the
+`zoo data pretrain` input format); the last 5 % of the documents are held out for evaluation.
+
+A pretraining run's final.keras (or the run directory) is what fine-tuning configs take as
+`model.init_checkpoint`.
+"""
+
+import glob
+import json
+import math
+import os
+
+import keras
+import tensorflow as tf
+
+from zoo import config as config_lib
+from zoo import training
+from zoo.data import causal_lm_dataset, pretraining_dataset
+from zoo.data.pretraining import METADATA
+
+EVAL_BATCHES = 8  # batches of the masked-LM evaluation sample
+
+
+class _Pretraining:
+    """What both objectives share: phases over rounds, the optimizer, evaluation."""
+
+    def __init__(self, name, config, check_data=True):
+        self.name, self.config = name, config
+        from zoo.models.presets import PRESETS
+
+        if config.model.preset not in PRESETS:
+            raise config_lib.ConfigError(f"model.preset: unknown preset "
+                                         f"{config.model.preset!r}")
+        self.gpt = PRESETS[config.model.preset][0] == "GPTBackbone"
+        self.tokenizer = training.load_tokenizer(config.model, gpt=False) if not self.gpt \
+            else _gpt_tokenizer(config.model)
+        if not config.data.dir or not os.path.isdir(config.data.dir):
+            raise FileNotFoundError(f"data.dir {config.data.dir}: no such directory")
+
+    def lengths(self):
+        phases = self.config.data.phases
+        return [p.sequence_length for p in phases] or [self.config.data.sequence_length]
+
+    def phases(self, schedule):
+        """The rounds of each `data.phases` entry (BERT A.2: 90 % at 128, 10 % at 512)."""
+        fractions = [p.fraction for p in self.config.data.phases] or [1.0]
+        bounds, total = [0], 0.0
+        for fraction in fractions:
+            total += fraction
+            bounds.append(min(schedule.rounds, int(round(total * schedule.rounds))))
+        bounds[-1] = schedule.rounds
+        return [training.Phase(bounds[i], bounds[i + 1],
+                               lambda skip, length=length: self.train_dataset(length, skip))
+                for i, length in enumerate(self.lengths())]
+
+    def dataset(self, split, repeat=False, skip_batches=0):
+        """Training batches at the first phase's length (the `model.fit` entry point)."""
+        ds = self.train_dataset(self.lengths()[0], skip_batches)
+        return ds if repeat else ds.take(self.steps_per_epoch())
+
+    def compile_with(self, model, losses, metrics, total_steps, warmup_steps):
+        from zoo.optimization import build_optimizer
+
+        train = self.config.train
+        if total_steps is None:
+            schedule = training.Schedule(train, self.steps_per_epoch())
+            total_steps, warmup_steps = schedule.total, schedule.warmup
+        optimizer = build_optimizer(
+            train.learning_rate, total_steps, warmup_steps, schedule=train.schedule,
+            weight_decay=train.weight_decay, clip_norm=train.clip_norm,
+            epsilon=train.adam_epsilon, model=model)
+        model.compile(optimizer=optimizer, loss=losses, weighted_metrics=metrics,
+                      jit_compile=train.jit_compile)
+
+    def evaluate(self, model, split="dev", path=None, return_predictions=False):
+        """Loss and accuracy of each objective on the evaluation batches."""
+        results = model.evaluate(self.eval_dataset(), verbose=0, return_dict=True)
+        metrics = {key: float(value) for key, value in results.items()}
+        for key in ("mlm_loss", "lm_loss"):  # per-token cross-entropy -> perplexity
+            if key in metrics:
+                metrics[key.replace("loss", "perplexity")] = math.exp(min(metrics[key], 50.0))
+        return (metrics, {}) if return_predictions else metrics
+
+    def describe(self, predictions, limit):
+        return ""
+
+    def write_predictions(self, path, predicted):
+        raise ValueError(f"{self.name}: pretraining has no predictions file")
+
+
+class MaskedLMTask(_Pretraining):
+    """BERT pretraining on `zoo data pretrain` shards: `mlm` (+ `nsp`), dynamic masking."""
+
+    main_metric = "mlm_accuracy"
+
+    def __init__(self, name, config, check_data=True):
+        super().__init__(name, config, check_data)
+        if self.gpt:
+            raise config_lib.ConfigError(f"task {name}: masked LM needs a BERT preset, found "
+                                         f"model.preset {config.model.preset}")
+        size = int(self.tokenizer.vocabulary_size())
+        for length in self.lengths():
+            meta = self.metadata(length)
+            if meta["vocabulary_size"] != size:
+                raise config_lib.ConfigError(
+                    f"{self.files(length)[0]}: shards made with a vocabulary of "
+                    f"{meta['vocabulary_size']} tokens; model.vocabulary has {size}")
+
+    def files(self, length):
+        pattern = os.path.join(self.config.data.dir, f"seq{length}", "*.tfrecord")
+        files = sorted(glob.glob(pattern))
+        if not files:
+            raise FileNotFoundError(f"data.dir: no shards {pattern}; write them with "
+                                    f"`zoo data pretrain --max-sequence-length {length}`")
+        return files
+
+    def metadata(self, length):
+        path = os.path.join(os.path.dirname(self.files(length)[0]), METADATA)
+        with open(path, encoding="utf-8") as file:
+            return json.load(file)
+
+    def steps_per_epoch(self):
+        n = self.metadata(self.lengths()[0])["num_instances"]
+        return max(1, n // self.config.train.batch_size)
+
+    def train_dataset(self, length, skip_batches=0, seed=None, repeat=True):
+        data = self.config.data
+        ds = pretraining_dataset(
+            self.files(length), self.config.train.batch_size, length,
+            mask_selection_rate=data.mask_selection_rate, mask_token_rate=data.mask_token_rate,
+            random_token_rate=data.random_token_rate,
+            seed=self.config.train.seed if seed is None else seed, repeat=repeat,
+            shuffle_buffer=10_000 if repeat else 0)
+        if not self.config.model.next_sentence:
+            ds = ds.map(lambda x, y, w: (x, {"mlm": y["mlm"]}, {"mlm": w["mlm"]}))
+        return ds.skip(skip_batches)
+
+    def eval_dataset(self):
+        # Fixed masks (a fixed seed, no shuffling) over the first batches of the shards.
+        return self.train_dataset(self.lengths()[0], seed=1234, repeat=False).take(EVAL_BATCHES)
+
+    def build_model(self):
+        from zoo import models
+
+        overrides = {} if self.config.model.next_sentence else {"pooler": False}
+        backbone = training.load_backbone(self.config.model, self.tokenizer, **overrides)
+        longest = max(self.lengths())
+        if longest > backbone.max_sequence_length:
+            raise config_lib.ConfigError(f"data.phases: sequence length {longest} exceeds the "
+                                         f"model's {backbone.max_sequence_length} positions")
+        return models.BertPretrainer(backbone, next_sentence=self.config.model.next_sentence)
+
+    def compile(self, model, total_steps=None, warmup_steps=None):
+        sparse = keras.losses.SparseCategoricalCrossentropy
+        # The masked-LM loss averages over real predictions only (run_pretraining.py:
+        # sum(loss * weights) / sum(weights)).
+        losses = {"mlm": sparse(from_logits=True, reduction="mean_with_sample_weight")}
+        metrics = {"mlm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
+        if self.config.model.next_sentence:
+            losses["nsp"] = sparse(from_logits=True)
+            metrics["nsp"] = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        self.compile_with(model, losses, metrics, total_steps, warmup_steps)
+
+
+class CausalLMTask(_Pretraining):
+    """Left-to-right language modelling: GPT-1, or a causal BERT encoder (LTR & No NSP)."""
+
+    main_metric = "lm_accuracy"
+
+    def __init__(self, name, config, check_data=True):
+        super().__init__(name, config, check_data)
+        documents = _read_documents(config.data.dir)
+        held_out = max(1, len(documents) // 20)
+        if len(documents) < 2:
+            raise ValueError(f"data.dir {config.data.dir}: needs at least 2 documents (one is "
+                             "held out for evaluation), found {len(documents)}")
+        self.documents = {"train": documents[:-held_out], "dev": documents[-held_out:]}
+
+    def _blocks(self, split, shuffle, seed):
+        length = self.config.data.sequence_length
+        separator = None if self.gpt else self.tokenizer.sep_token_id
+        ds = causal_lm_dataset(self.documents[split], self.tokenizer, length,
+                               self.config.train.batch_size, separator_token_id=separator,
+                               shuffle_buffer=10_000 if shuffle else 0, seed=seed,
+                               drop_remainder=shuffle)
+        if not self.gpt:  # the BERT encoder also takes segment ids
+            ds = ds.map(lambda x, y: ({**x, "segment_ids": tf.zeros_like(x["token_ids"])}, y))
+        return ds.map(lambda x, y: (x, {"lm": y}, {"lm": tf.ones_like(y, tf.float32)}))
+
+    def steps_per_epoch(self):
+        if not hasattr(self, "_steps"):
+            self._steps = max(1, sum(1 for _ in self._blocks("train", True, 0)))
+        return self._steps
+
+    def train_dataset(self, length, skip_batches=0):
+        blocks = self._blocks("train", True, self.config.train.seed)
+        return blocks.repeat().skip(skip_batches)
+
+    def eval_dataset(self):
+        return self._blocks("dev", False, None)
+
+    def build_model(self):
+        from zoo import models
+
+        overrides = {} if self.gpt else {"causal": True, "pooler": False}
+        backbone = training.load_backbone(self.config.model, self.tokenizer, **overrides)
+        return models.CausalLanguageModel(backbone)
+
+    def compile(self, model, total_steps=None, warmup_steps=None):
+        losses = {"lm": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
+        metrics = {"lm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
+        self.compile_with(model, losses, metrics, total_steps, warmup_steps)
+
+
+def _gpt_tokenizer(model_config):
+    """GPT-1's BPE without the fine-tuning tokens (pretraining never sees them)."""
+    from zoo import tokenizers
+
+    path = training.vocabulary_path(model_config)
+    tokenizer = tokenizers.from_huggingface(path)
+    if not isinstance(tokenizer, tokenizers.GPTTokenizer):
+        raise config_lib.ConfigError(f"model.vocabulary {path}: GPT-1 needs its BPE vocabulary"
+                                     f" (vocab.json + merges.txt)")
+    return tokenizer
+
+
+def _read_documents(directory):
+    """Documents of `directory/*.txt`: sentences joined by spaces, blank lines between."""
+    files = sorted(glob.glob(os.path.join(directory, "*.txt")))
+    if not files:
+        raise FileNotFoundError(f"data.dir {directory}: no *.txt corpus files")
+    documents = []
+    for path in files:
+        current = []
+        with open(path, encoding="utf-8") as file:
+            for line in file:
+                line = line.strip()
+                if line:
+                    current.append(line)
+                elif current:
+                    documents.append(" ".join(current))
+                    current = []
+        if current:
+            documents.append(" ".join(current))
+    return documents

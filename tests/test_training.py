@@ -1,0 +1,308 @@
+"""zoo train / evaluate on the sample data: the run directory, TensorBoard, resume, strategies.
+
+Runs use tiny models on the sample datasets (`sample_data` in conftest.py). Expected values
+come from outside zoo's training code: the schedule formulas written out here, TensorBoard's own
+HTTP API, the weights of an uninterrupted run, sklearn through `zoo score`.
+"""
+
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import keras
+import numpy as np
+import pytest
+import yaml
+
+from tests.harness import REPO, run_in_backend
+from tools.main import main as cli
+from zoo import config as config_lib
+from zoo import training
+
+# Sizes for tests: a 2-layer, 128-wide BERT (bert_tiny) and a GPT-1 of the same size.
+TINY = {"bert": ["model.preset=bert_tiny"],
+        "gpt1": ["model.preset=gpt1", "model.backbone.num_layers=2",
+                 "model.backbone.hidden_dim=128", "model.backbone.num_heads=2",
+                 "model.backbone.max_sequence_length=128"]}
+
+
+def mrpc(sample_data, *overrides, family="bert"):
+    """The overrides of a short MRPC run on the samples."""
+    vocab = sample_data["wordpiece" if family == "bert" else "bpe"]
+    return TINY[family] + [
+        f"data.dir={sample_data['root'] / 'glue' / 'MRPC'}", f"model.vocabulary={vocab}",
+        "data.sequence_length=32", "train.batch_size=16", "train.learning_rate=1e-3",
+        *overrides]
+
+
+def zoo_train(args, **kwargs):
+    """`zoo train ...` in a fresh process (what a user runs)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
+    return subprocess.Popen([sys.executable, "-m", "tools.main", "train", *args], cwd=REPO,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            **kwargs)
+
+
+def final_weights(run_dir):
+    import zoo  # noqa: F401  (registers the zoo classes)
+
+    model = keras.saving.load_model(os.path.join(run_dir, "final.keras"))
+    return {w.path: keras.ops.convert_to_numpy(w) for w in model.weights}
+
+
+# === The run directory ===
+
+
+def test_a_run_directory_has_the_documented_layout(sample_data, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    args = ["--experiment", "bert/glue_mrpc", "--run-dir", str(run_dir)]
+    for override in mrpc(sample_data, "train.steps=8", "train.eval_every=4"):
+        args += ["--set", override]
+    assert cli(["train", *args]) == 0
+    out = capsys.readouterr().out
+    assert f"tensorboard --logdir {run_dir}" in out
+    assert {"config.yaml", "vocabulary", "logs", "best.keras", "final.keras",
+            "metrics.json"} <= set(os.listdir(run_dir))
+    assert not (run_dir / "backup").exists()  # removed once the run is complete
+    history = json.loads((run_dir / "metrics.json").read_text())
+    assert [entry["step"] for entry in history] == [4, 8]
+    assert {"accuracy", "f1"} <= set(history[0])
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert config["train"]["steps"] == 8 and config["task"] == "glue/mrpc"
+    assert config_lib.from_dict(config, "config.yaml").model.preset == "bert_tiny"
+    # The same command again: the run is complete, nothing is overwritten.
+    before = (run_dir / "final.keras").stat().st_mtime_ns
+    assert cli(["train", *args]) == 1
+    assert "this run is complete" in capsys.readouterr().err
+    # Another experiment in the same directory is refused, naming what differs.
+    assert cli(["train", *args, "--set", "train.learning_rate=5e-4"]) == 1
+    err = capsys.readouterr().err
+    assert "holds a different experiment" in err and "train.learning_rate" in err
+    assert (run_dir / "final.keras").stat().st_mtime_ns == before
+    # zoo evaluate prints the metrics and writes predictions; zoo score agrees on them.
+    assert cli(["evaluate", "--run-dir", str(run_dir)]) == 0
+    metrics = json.loads(capsys.readouterr().out.splitlines()[0])
+    gold = sample_data["root"] / "glue" / "MRPC" / "dev.tsv"
+    assert cli(["score", "glue/mrpc", "--gold", str(gold), "--predictions",
+                str(run_dir / "predictions" / "dev.tsv")]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    for name in ("accuracy", "f1"):
+        assert scored[name] == pytest.approx(metrics[name], abs=1e-12)
+
+
+# === TensorBoard: learning rate and loss, read back over HTTP ===
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _linear(step, peak, total, warmup):
+    """BERT's schedule, written out: linear warmup from 0, then linear decay to 0."""
+    if step < warmup:
+        return peak * step / warmup
+    return peak * max(0.0, (total - step) / (total - warmup))
+
+
+def _cosine(step, peak, total, warmup):
+    """GPT-1's pretraining schedule: linear warmup, then cosine annealing to 0."""
+    if step < warmup:
+        return peak * step / warmup
+    return peak * 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / (total - warmup))))
+
+
+@pytest.mark.parametrize("schedule, formula", [("linear", _linear), ("cosine", _cosine)])
+def test_tensorboard_serves_the_scheduled_learning_rate_and_the_loss(sample_data, tmp_path,
+                                                                     schedule, formula):
+    run_dir = tmp_path / "run"
+    total, warmup, peak = 12, 4, 1e-3
+    config = config_lib.resolve("bert/glue_mrpc", mrpc(
+        sample_data, f"train.steps={total}", f"train.warmup_steps={warmup}",
+        f"train.schedule={schedule}", "train.log_every=1", "train.eval_every=6"))
+    training.train(config, str(run_dir))
+    port = _free_port()
+    server = subprocess.Popen(
+        [os.path.join(os.path.dirname(sys.executable), "tensorboard"), "--logdir",
+         str(run_dir), "--host", "127.0.0.1", "--port", str(port), "--reload_interval", "1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def get(path):
+            url = f"http://127.0.0.1:{port}/data/plugin/scalars/scalars?{path}"
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return json.loads(response.read())
+
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                rates = get("run=logs%2Ftrain&tag=learning_rate")
+                losses = get("run=logs%2Ftrain&tag=loss")
+                evals = get("run=logs%2Feval&tag=f1")
+                if len(rates) == total and len(evals) == 2:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError("TensorBoard did not serve the scalars within 90 s")
+            time.sleep(1)
+    finally:
+        server.kill()
+        server.wait()
+    # Step s (1-based, after s updates) was taken with the rate of optimizer iteration s - 1.
+    for _, step, value in rates:
+        assert value == pytest.approx(formula(step - 1, peak, total, warmup), rel=1e-5, abs=1e-9)
+    assert [step for _, step, _ in rates] == list(range(1, total + 1))
+    assert len(losses) == total and all(math.isfinite(v) for _, _, v in losses)
+    assert [step for _, step, _ in evals] == [6, 12]
+
+
+# === Resume after SIGKILL ===
+
+
+def test_a_killed_run_resumes_and_ends_with_the_uninterrupted_weights(sample_data, tmp_path):
+    overrides = mrpc(sample_data, "train.steps=60", "train.eval_every=10",
+                     "train.deterministic=true")
+
+    def command(run_dir):
+        args = ["--experiment", "bert/glue_mrpc", "--run-dir", str(run_dir)]
+        for override in overrides:
+            args += ["--set", override]
+        return args
+
+    reference = zoo_train(command(tmp_path / "reference"))
+    interrupted = zoo_train(command(tmp_path / "interrupted"))
+    metadata = tmp_path / "interrupted" / "backup" / "training_metadata.json"
+    deadline = time.monotonic() + 300
+    while True:  # kill it once two rounds are backed up, in the middle of the third
+        if metadata.exists():
+            try:
+                if json.loads(metadata.read_text())["epoch"] >= 2:
+                    break
+            except (ValueError, KeyError):
+                pass
+        assert interrupted.poll() is None, interrupted.communicate()[0][-3000:]
+        assert time.monotonic() < deadline, "no backup within 300 s"
+        time.sleep(0.05)
+    interrupted.send_signal(signal.SIGKILL)
+    interrupted.wait()
+    assert not (tmp_path / "interrupted" / "final.keras").exists()
+    resumed = zoo_train(command(tmp_path / "interrupted"))
+    out = resumed.communicate(timeout=600)[0]
+    assert resumed.returncode == 0, out[-3000:]
+    assert "resuming" in out
+    assert reference.wait(timeout=600) == 0, reference.communicate()[0][-3000:]
+    expected, actual = final_weights(tmp_path / "reference"), final_weights(
+        tmp_path / "interrupted")
+    assert set(actual) == set(expected)
+    for name in expected:
+        np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
+    steps = [e["step"] for e in json.loads((tmp_path / "interrupted" / "metrics.json").read_text())]
+    assert steps == [10, 20, 30, 40, 50, 60]
+
+
+# === Strategies and backends ===
+
+
+def test_mirrored_strategy_over_two_cpu_devices(sample_data, tmp_path):
+    args = ["--experiment", "bert/glue_mrpc", "--run-dir", str(tmp_path / "run")]
+    for override in mrpc(sample_data, "train.steps=6", "train.eval_every=3",
+                         "train.strategy=mirrored", "train.devices=2"):
+        args += ["--set", override]
+    proc = zoo_train(args)
+    out = proc.communicate(timeout=600)[0]
+    assert proc.returncode == 0, out[-3000:]
+    assert "MirroredStrategy, 2 replicas" in out
+    assert len(json.loads((tmp_path / "run" / "metrics.json").read_text())) == 2
+
+
+def fit_on_backend(root, vocabulary):
+    """tasks.create -> build_model -> compile -> fit, under the current Keras backend."""
+    import tasks
+
+    config = config_lib.resolve("bert/glue_sst2", [
+        "model.preset=bert_tiny", f"model.vocabulary={vocabulary}",
+        f"data.dir={os.path.join(root, 'glue', 'SST-2')}", "data.sequence_length=32",
+        "train.batch_size=32", "train.learning_rate=1e-3", "train.epochs=4"])
+    task = tasks.create("glue/sst2", config)
+    model = task.build_model()
+    task.compile(model)
+    before = task.evaluate(model, "dev")["accuracy"]
+    history = model.fit(task.dataset("train"), epochs=4, verbose=0)
+    after = task.evaluate(model, "dev")["accuracy"]
+    return {"backend": np.array(keras.backend.backend()), "before": np.array(before),
+            "after": np.array(after), "loss": np.array(history.history["loss"])}
+
+
+def test_model_fit_with_a_task_runs_on_jax(sample_data):
+    result = run_in_backend("jax", "tests.test_training:fit_on_backend",
+                            sample_data["root"], sample_data["wordpiece"])
+    assert str(result["backend"]) == "jax"
+    assert result["loss"][-1] < result["loss"][0]
+    assert result["after"] >= 0.8, result
+
+
+# === Failures before and during training ===
+
+
+def test_a_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_model(sample_data,
+                                                                            tmp_path):
+    run_dir = tmp_path / "run"
+    good = config_lib.resolve("bert/glue_mrpc", mrpc(sample_data, "train.steps=4",
+                                                      "train.eval_every=2"))
+    # A learning rate of 1e30 sends the weights to infinity within a few steps.
+    bad = config_lib.resolve("bert/glue_mrpc", mrpc(
+        sample_data, "train.steps=40", "train.eval_every=2", "train.warmup_steps=0",
+        "train.learning_rate=1e30", "train.clip_norm=0"))
+    training.train(good, str(tmp_path / "good"))
+    with pytest.raises(training.TrainingError, match=r"training loss is (nan|inf) at step \d+"):
+        training.train(bad, str(run_dir))
+    assert not (run_dir / "final.keras").exists()
+    history = json.loads((run_dir / "metrics.json").read_text()) if (
+        run_dir / "metrics.json").exists() else []
+    assert all(math.isfinite(entry["accuracy"]) for entry in history)
+
+
+def test_bad_input_fails_before_training_naming_the_culprit(sample_data, tmp_path, capsys):
+    root = sample_data["root"]
+
+    def train(*overrides, experiment="bert/glue_mrpc"):
+        args = ["train", "--experiment", experiment, "--run-dir", str(tmp_path / "run")]
+        for override in mrpc(sample_data, "train.steps=2", *overrides):
+            args += ["--set", override]
+        code = cli(args)
+        return code, capsys.readouterr().err
+
+    code, err = train("data.dir=/no/such/dir")
+    assert code == 1 and "/no/such/dir/train.tsv" in err
+    # RTE's files hold labels MRPC does not have.
+    code, err = train(f"data.dir={root / 'glue' / 'RTE'}")
+    assert code == 1 and "train.tsv" in err and "RTE" in err
+    code, err = train(f"data.dir={root / 'glue' / 'RTE'}", experiment="bert/glue_sst2")
+    assert code == 1 and "train.tsv" in err
+    code, err = train("train.batch_size=0")
+    assert code == 1 and "train.batch_size: must be >= 1" in err
+    # A checkpoint of the wrong family, and one of another vocabulary size.
+    import zoo
+
+    gpt = zoo.models.create("gpt1", num_layers=1, hidden_dim=32, num_heads=2,
+                            vocabulary_size=100)
+    gpt.save(tmp_path / "gpt.keras")
+    code, err = train(f"model.init_checkpoint={tmp_path / 'gpt.keras'}")
+    assert code == 1 and "holds a GPTBackbone" in err and "BertBackbone" in err
+    bert = zoo.models.create("bert_tiny", num_layers=1, vocabulary_size=100)
+    bert.save(tmp_path / "bert.keras")
+    code, err = train(f"model.init_checkpoint={tmp_path / 'bert.keras'}")
+    assert code == 1 and "vocabulary size 100" in err
+    code, err = train("model.vocabulary=null")
+    assert code == 1 and "model.vocabulary: missing" in err
+    assert not (tmp_path / "run" / "final.keras").exists()
+    # Nothing was trained: the only thing a failed start may leave is its config.yaml.
+    if (tmp_path / "run").exists():
+        assert set(os.listdir(tmp_path / "run")) <= {"config.yaml", "vocabulary"}

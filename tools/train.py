@@ -1,0 +1,57 @@
+"""`zoo train`: train an experiment with model.fit into a run directory.
+
+  zoo train --experiment bert/glue_mrpc --set data.dir=/data/MRPC --run-dir runs/mrpc
+  zoo train --experiment bert/glue_rte --set data.dir=/data/RTE --run-dir runs/rte --seeds 5
+
+The experiment is a YAML file under configs/experiments (named without .yaml) or a path;
+`--set section.key=value` overrides any key. Running the same command again resumes an
+interrupted run; a run directory holding another experiment, or a finished run, is refused
+unless --overwrite is given.
+"""
+
+import argparse
+import json
+import sys
+
+
+def register(subparsers):
+    parser = subparsers.add_parser("train", help="train an experiment (model.fit)",
+                                   description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--experiment", required=True,
+                        help="configs/experiments/<family>/<task> name, or a YAML path")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="override a config key, e.g. "
+                        "train.learning_rate=3e-5 (repeatable)")
+    parser.add_argument("--run-dir", required=True, help="the run directory")
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="repeat with N seeds (train.seed, +1, ...) in DIR/seed_<s> and "
+                             "report mean and std of each metric")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace what is in --run-dir")
+    parser.set_defaults(func=run)
+
+
+def run(args):
+    from zoo import config as config_lib
+    from zoo import training
+
+    config = config_lib.resolve(args.experiment, args.overrides)
+    if args.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    try:
+        if args.seeds > 1:
+            result = training.train_seeds(config, args.run_dir, args.seeds, args.overwrite)
+            shown = {k: v for k, v in result.items() if isinstance(v, dict) and "mean" in v}
+            for name, stats in shown.items():
+                print(f"{name}: {stats['mean']:.4f} ± {stats['std']:.4f} "
+                      f"(min {stats['min']:.4f}, max {stats['max']:.4f}, {args.seeds} seeds)")
+        else:
+            result = training.train(config, args.run_dir, overwrite=args.overwrite)
+            print(json.dumps(result, sort_keys=True))
+    except training.TrainingError as error:
+        print(f"zoo train: error: {error}", file=sys.stderr)
+        return 1
+    print(f"run directory: {args.run_dir}\n"
+          f"TensorBoard:   tensorboard --logdir {args.run_dir}")
+    return 0

@@ -1,0 +1,302 @@
+"""Experiment configs: typed dataclasses, filled from defaults, then a YAML file, then `--set`.
+
+An experiment has four sections and one name for every setting, from the YAML key to the
+`--set` key to the argument that uses it: `--set train.learning_rate=3e-5` sets the field
+`learning_rate` of `TrainConfig`, which is the peak rate of the schedule.
+
+    task: glue/mrpc
+    model: {preset: bert_base, init_checkpoint: null, vocabulary: null}
+    data: {dir: /path/to/MRPC, sequence_length: 128}
+    train: {batch_size: 32, learning_rate: 2.0e-5, epochs: 3, warmup_fraction: 0.1}
+
+Unknown keys, wrong types and values out of range are a `ConfigError` naming the key (and the
+file) before anything runs. `resolve(experiment, overrides)` does the three steps;
+`to_dict(config)` gives what is written to a run directory's config.yaml.
+"""
+
+import dataclasses
+import os
+import types
+import typing
+
+import yaml
+
+CONFIG_ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "configs", "experiments")
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used; the message names the key and where it came from."""
+
+
+def _field(default, help, *, min=None, max=None, choices=None, factory=None):
+    metadata = dict(help=help, min=min, max=max, choices=choices)
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+# === Sections ===
+
+
+@dataclasses.dataclass
+class ModelConfig:
+    """What to build and where its weights and vocabulary come from."""
+
+    preset: str = _field("bert_base", "a zoo.models preset; alone (no init_checkpoint) it "
+                         "means random initialization")
+    init_checkpoint: str | None = _field(None, "a .keras file, a zoo run directory, a Hugging "
+                                         "Face folder or a Google BERT checkpoint (directory "
+                                         "or bert_model.ckpt prefix)")
+    vocabulary: str | None = _field(None, "vocabulary directory (zoo data vocab or Hugging "
+                                    "Face files); default: the init checkpoint's")
+    backbone: dict = _field(None, "backbone constructor overrides, e.g. {num_layers: 2}",
+                            factory=dict)
+    dropout: float = _field(0.1, "dropout before the classifier (BERT 4.1, GPT-1 4.1: 0.1)",
+                            min=0.0, max=1.0)
+    next_sentence: bool = _field(True, "pretraining: the next-sentence head (BERT Table 5 "
+                                 "'No NSP': false)")
+
+
+@dataclasses.dataclass
+class Phase:
+    """One pretraining phase: a sequence length for a fraction of the steps (BERT A.2)."""
+
+    sequence_length: int = _field(128, "tokens per sequence in this phase", min=8)
+    fraction: float = _field(1.0, "fraction of train.steps spent in this phase", min=0.0,
+                             max=1.0)
+
+
+@dataclasses.dataclass
+class DataConfig:
+    """Where the benchmark files are and how they become model inputs."""
+
+    dir: str | None = _field(None, "directory holding the task's official files (train.tsv, "
+                             "dev.tsv ...; pretraining: the seq<L> shard folders)")
+    sequence_length: int = _field(128, "tokens per sequence (truncated / padded)", min=8)
+    skip_bad_rows: bool = _field(False, "skip, count and report malformed rows instead of "
+                                 "stopping at the first")
+    mask_selection_rate: float = _field(0.15, "masked LM: fraction of tokens predicted "
+                                        "(BERT 3.1)", min=0.0, max=1.0)
+    mask_token_rate: float = _field(0.8, "masked LM: of those, replaced by [MASK] (Table 8)",
+                                    min=0.0, max=1.0)
+    random_token_rate: float = _field(0.1, "masked LM: of those, replaced by a random token",
+                                      min=0.0, max=1.0)
+    phases: list = _field(None, "pretraining phases [{sequence_length, fraction}, ...]; empty:"
+                          " one phase at sequence_length", factory=list)
+
+
+STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """Optimization, schedule, distribution and bookkeeping of `model.fit`."""
+
+    batch_size: int = _field(32, "global batch size (all replicas together)", min=1)
+    learning_rate: float = _field(2e-5, "peak learning rate of the schedule", min=0.0)
+    epochs: float = _field(3.0, "passes over the training data (ignored when steps is set)",
+                           min=0.0)
+    steps: int | None = _field(None, "total optimizer steps; default: from epochs", min=1)
+    warmup_fraction: float = _field(0.1, "fraction of the steps with linear warmup",
+                                    min=0.0, max=1.0)
+    warmup_steps: int | None = _field(None, "warmup steps; overrides warmup_fraction", min=0)
+    schedule: str = _field("linear", "decay after warmup: linear (BERT) or cosine (GPT-1 "
+                           "pretraining)", choices=("linear", "cosine"))
+    weight_decay: float = _field(0.01, "AdamW decoupled weight decay; never on LayerNorm or "
+                                 "biases", min=0.0)
+    clip_norm: float = _field(1.0, "global gradient-norm clipping (0: off)", min=0.0)
+    adam_epsilon: float = _field(1e-6, "Adam epsilon (BERT's optimizer: 1e-6)", min=0.0)
+    lm_weight: float = _field(0.5, "GPT-1 fine-tuning: lambda of the auxiliary LM loss "
+                              "(L3 = L2 + lambda L1); 0 turns it off", min=0.0)
+    eval_every: int | None = _field(None, "steps between evaluations and backups; default: "
+                                    "one epoch", min=1)
+    log_every: int = _field(10, "steps between TensorBoard training scalars", min=1)
+    seed: int = _field(0, "seed of weights, data order, dropout and masks", min=0)
+    deterministic: bool = _field(True, "deterministic TF ops (exact resume, slower)")
+    strategy: str = _field("default", "tf.distribute strategy", choices=STRATEGIES)
+    devices: int | None = _field(None, "mirrored on CPU: split the CPU into this many logical "
+                                 "devices", min=1)
+    tpu: str = _field("", "TPU name or address for strategy=tpu ('' = local)")
+    mixed_precision: str = _field("float32", "Keras dtype policy", choices=PRECISIONS)
+    jit_compile: bool = _field(False, "compile train/predict steps with XLA")
+    eval_examples: int = _field(4, "dev examples shown in TensorBoard's text tab", min=0)
+
+
+@dataclasses.dataclass
+class Experiment:
+    """One experiment: the task and its four sections."""
+
+    task: str = _field("", "task name, e.g. glue/mrpc (see `tasks.TASKS`)")
+    model: ModelConfig = _field(None, "model section", factory=ModelConfig)
+    data: DataConfig = _field(None, "data section", factory=DataConfig)
+    train: TrainConfig = _field(None, "train section", factory=TrainConfig)
+
+
+# === Loading and checking ===
+
+
+def experiment_path(name):
+    """The YAML file of `name`: a path to a .yaml file, or `family/task` under configs/."""
+    if name.endswith((".yaml", ".yml")) or os.sep in name and os.path.isfile(name):
+        if not os.path.isfile(name):
+            raise ConfigError(f"--experiment {name}: no such file")
+        return name
+    path = os.path.join(CONFIG_ROOT, name + ".yaml")
+    if not os.path.isfile(path):
+        known = sorted(os.path.relpath(os.path.join(root, f), CONFIG_ROOT)[:-5]
+                       for root, _, files in os.walk(CONFIG_ROOT) for f in files
+                       if f.endswith(".yaml"))
+        raise ConfigError(f"--experiment {name}: no {path}; known experiments: "
+                          f"{', '.join(known)}")
+    return path
+
+
+def resolve(experiment=None, overrides=()):
+    """Defaults, then the experiment's YAML (if any), then `key=value` overrides.
+
+    Args:
+        experiment: an experiment name (`bert/glue_mrpc`), a YAML path, a dict, or None.
+        overrides: strings `section.key=value`; values are parsed as YAML (`3e-5`, `true`,
+            `[1, 2]`, `null`).
+
+    Example:
+        >>> config = resolve({"task": "glue/mrpc"}, ["train.learning_rate=3e-5"])
+        >>> config.train.learning_rate, config.model.preset
+        (3e-05, 'bert_base')
+    """
+    source = "defaults"
+    data = {}
+    if isinstance(experiment, dict):
+        data, source = experiment, "experiment"
+    elif experiment:
+        source = experiment_path(experiment)
+        with open(source, encoding="utf-8") as file:
+            try:
+                data = yaml.safe_load(file) or {}
+            except yaml.YAMLError as error:
+                raise ConfigError(f"{source}: invalid YAML: {error}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{source}: expected a mapping of sections, found "
+                              f"{type(data).__name__}")
+    config = _build(Experiment, data, "", source)
+    for override in overrides:
+        key, sep, text = override.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set {override}: expected key=value, e.g. "
+                              "train.learning_rate=3e-5")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            value = text
+        _set(config, key.strip(), value, f"--set {override}")
+    check(config)
+    return config
+
+
+def check(config, where="config"):
+    """Cross-field checks that single fields cannot express."""
+    if not config.task:
+        raise ConfigError(f"{where}: task: missing; e.g. task: glue/mrpc")
+    data = config.data
+    if data.mask_token_rate + data.random_token_rate > 1:
+        raise ConfigError(f"{where}: data.mask_token_rate + data.random_token_rate must be "
+                          f"<= 1, found {data.mask_token_rate} + {data.random_token_rate}")
+    if data.phases and abs(sum(p.fraction for p in data.phases) - 1) > 1e-6:
+        raise ConfigError(f"{where}: data.phases: fractions must add up to 1, found "
+                          f"{[p.fraction for p in data.phases]}")
+
+
+def to_dict(config):
+    """Plain data (for config.yaml and comparisons)."""
+    return dataclasses.asdict(config)
+
+
+def from_dict(data, source):
+    """An `Experiment` from plain data, e.g. a run directory's config.yaml."""
+    config = _build(Experiment, data, "", source)
+    check(config, source)
+    return config
+
+
+def _build(cls, data, prefix, source):
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: {prefix.rstrip('.') or 'top level'}: expected a mapping, "
+                          f"found {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(f"{source}: unknown key {prefix}{unknown[0]}; {cls.__name__} keys: "
+                          f"{', '.join(fields)}")
+    config = cls()
+    for name, value in data.items():
+        setattr(config, name, _value(fields[name], value, prefix + name, source))
+    return config
+
+
+def _set(config, dotted, value, source):
+    parts = dotted.split(".")
+    target = config
+    for i, part in enumerate(parts):
+        fields = {f.name: f for f in dataclasses.fields(target)}
+        key = ".".join(parts[:i + 1])
+        if part not in fields:
+            raise ConfigError(f"{source}: unknown key {key}; {type(target).__name__} keys: "
+                              f"{', '.join(fields)}")
+        field = fields[part]
+        if i == len(parts) - 1:
+            setattr(target, part, _value(field, value, key, source))
+        elif dataclasses.is_dataclass(getattr(target, part)):
+            target = getattr(target, part)
+        elif _base_type(field.type) is dict:
+            mapping = dict(getattr(target, part))
+            mapping[".".join(parts[i + 1:])] = value
+            setattr(target, part, mapping)
+            return
+        else:
+            raise ConfigError(f"{source}: {key} is a value, not a section")
+
+
+def _base_type(annotation):
+    """`int | None` -> int; `list` -> list."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return args[0]
+    return annotation
+
+
+def _value(field, value, key, source):
+    annotation = field.type
+    optional = isinstance(annotation, types.UnionType) and type(None) in typing.get_args(
+        annotation)
+    kind = _base_type(annotation)
+    if value is None:
+        if optional:
+            return None
+        raise ConfigError(f"{source}: {key}: expected {kind.__name__}, found null")
+    if dataclasses.is_dataclass(kind):
+        return _build(kind, value, key + ".", source)
+    if kind is list:  # pretraining phases
+        if not isinstance(value, list):
+            raise ConfigError(f"{source}: {key}: expected a list, found {value!r}")
+        return [_build(Phase, item, f"{key}[{i}].", source) for i, item in enumerate(value)]
+    if kind is float and isinstance(value, str):
+        try:  # YAML 1.1 reads "3e-5" (no dot) as a string
+            value = float(value)
+        except ValueError:
+            pass
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ConfigError(f"{source}: {key}: expected {kind.__name__}, found "
+                          f"{type(value).__name__} {value!r}")
+    meta = field.metadata
+    if meta.get("choices") and value not in meta["choices"]:
+        raise ConfigError(f"{source}: {key}: expected one of {', '.join(meta['choices'])}, "
+                          f"found {value!r}")
+    if meta.get("min") is not None and value < meta["min"]:
+        raise ConfigError(f"{source}: {key}: must be >= {meta['min']}, found {value!r}")
+    if meta.get("max") is not None and value > meta["max"]:
+        raise ConfigError(f"{source}: {key}: must be <= {meta['max']}, found {value!r}")
+    return value

@@ -1,0 +1,680 @@
+"""Training with `model.fit`: run directories, starting points, strategies, callbacks, resume.
+
+What every task shares lives here once; a task file (tasks/) only says how its model, data,
+losses and metrics look. `train(config, run_dir)` is `zoo train`:
+
+    run_dir/config.yaml      the resolved experiment (written first; a different one is refused)
+    run_dir/vocabulary/      the tokenizer files, so the run is self-contained
+    run_dir/logs/            TensorBoard: train/ (loss, learning rate, per log_every steps),
+                             eval/ (dev metrics, dev examples as text), hparams
+    run_dir/backup/          keras.callbacks.BackupAndRestore state while training runs
+    run_dir/best.keras       the model at the best main dev metric so far
+    run_dir/final.keras      the model after the last step (its presence = run complete)
+    run_dir/metrics.json     every evaluation: {"step": ..., metrics ...}, in order
+
+Every file is written to a temporary name and renamed. Training is cut into rounds of
+`train.eval_every` steps (Keras "epochs"): each round ends with an evaluation, a best-model
+check and a backup. A run killed at any point and started again with the same command
+restores the last backup, skips exactly the batches already seen (the data order is a pure
+function of seed and position) and ends with the weights an uninterrupted run would have.
+"""
+
+import dataclasses
+import glob
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import keras
+import numpy as np
+import yaml
+
+from zoo import config as config_lib
+
+RUN_FILES = ("config.yaml", "vocabulary", "logs", "backup", "best.keras", "final.keras",
+             "metrics.json", "predictions")
+
+
+class TrainingError(RuntimeError):
+    """Training cannot go on (a non-finite loss); the message names the step."""
+
+
+# === Atomic files ===
+
+
+def write_text(path, text):
+    """Write `text` to `path` through a temporary file in the same directory and a rename."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def save_model(model, path):
+    """`model.save(path)` through a temporary `.keras` file and a rename."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".keras",
+                               dir=directory)
+    os.close(fd)
+    try:
+        model.save(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def read_metrics(run_dir):
+    """The evaluations recorded in `run_dir/metrics.json` (a list, empty if none)."""
+    path = os.path.join(run_dir, "metrics.json")
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)
+
+
+# === Starting points: tokenizer and backbone ===
+
+
+def vocabulary_path(model_config):
+    """The vocabulary directory or file of a model config (explicit, or the checkpoint's)."""
+    if model_config.vocabulary:
+        path = model_config.vocabulary
+    elif model_config.init_checkpoint:
+        path = model_config.init_checkpoint
+        if os.path.isfile(os.path.join(path, "config.yaml")):  # a zoo run directory
+            path = os.path.join(path, "vocabulary")
+        elif not os.path.isdir(path):  # a .keras file or a checkpoint prefix
+            path = os.path.dirname(os.path.abspath(path))
+    else:
+        raise config_lib.ConfigError(
+            "model.vocabulary: missing; a randomly initialized preset needs a vocabulary "
+            "directory (make one with `zoo data vocab`), or set model.init_checkpoint")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"model.vocabulary {path}: no such file or directory")
+    return path
+
+
+def load_tokenizer(model_config, gpt=False):
+    """The task tokenizer: WordPiece for BERT; GPT-1 BPE plus the fine-tuning tokens for GPT."""
+    from zoo import tokenizers
+
+    path = vocabulary_path(model_config)
+    if os.path.isfile(path):
+        if gpt:
+            raise config_lib.ConfigError(f"model.vocabulary {path}: GPT-1 needs a directory "
+                                         "with vocab.json and merges.txt")
+        return tokenizers.WordPieceTokenizer(path, lowercase=True)
+    if gpt:
+        tokenizer = tokenizers.from_huggingface(
+            path, special_tokens=tokenizers.GPT1_SPECIAL_TOKENS)
+        if not isinstance(tokenizer, tokenizers.GPTTokenizer):
+            raise config_lib.ConfigError(f"model.vocabulary {path}: GPT-1 needs its BPE "
+                                         f"vocabulary (vocab.json + merges.txt), found a "
+                                         f"{type(tokenizer).__name__}")
+        return tokenizer
+    tokenizer = tokenizers.from_huggingface(path)
+    if not isinstance(tokenizer, tokenizers.WordPieceTokenizer):
+        raise config_lib.ConfigError(f"model.vocabulary {path}: BERT needs a WordPiece "
+                                     f"vocabulary (vocab.txt), found a "
+                                     f"{type(tokenizer).__name__}")
+    return tokenizer
+
+
+def copy_vocabulary(model_config, run_dir):
+    """Copy the vocabulary files into `run_dir/vocabulary` (atomically, once)."""
+    target = os.path.join(run_dir, "vocabulary")
+    if os.path.isdir(target):
+        return target
+    source = vocabulary_path(model_config)
+    staging = tempfile.mkdtemp(prefix=".vocabulary.", dir=run_dir)
+    try:
+        if os.path.isfile(source):
+            shutil.copy(source, os.path.join(staging, "vocab.txt"))
+        else:
+            for name in ("vocab.txt", "vocab.json", "merges.txt", "tokenizer_config.json",
+                         "special_tokens_map.json"):
+                if os.path.isfile(os.path.join(source, name)):
+                    shutil.copy(os.path.join(source, name), staging)
+        os.chmod(staging, 0o755)
+        os.rename(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def load_backbone(model_config, tokenizer, **overrides):
+    """The backbone of a model config: a random preset, or the weights of `init_checkpoint`.
+
+    `init_checkpoint` may be a `.keras` file (a backbone or any zoo head model), a zoo run
+    directory (its final.keras, else best.keras), a Hugging Face folder or an original Google
+    BERT checkpoint. The backbone must be of the preset's family and match the tokenizer's
+    vocabulary; GPT-1's three fine-tuning tokens, when the checkpoint lacks them, get new
+    embedding rows (N(0, 0.02), as the original's `n_special` rows). `model.backbone` and
+    `overrides` change constructor arguments (dropout, causal ...) on the loaded weights.
+    """
+    from zoo import models
+    from zoo.models.presets import PRESETS
+
+    if model_config.preset not in PRESETS:
+        raise config_lib.ConfigError(f"model.preset: unknown preset {model_config.preset!r}; "
+                                     f"known: {', '.join(PRESETS)}")
+    family = models.BACKBONES[PRESETS[model_config.preset][0]]
+    overrides = {**model_config.backbone, **overrides}
+    size = int(tokenizer.vocabulary_size())
+    if not model_config.init_checkpoint:
+        try:
+            return models.create(model_config.preset, **{"vocabulary_size": size, **overrides})
+        except TypeError as error:
+            raise config_lib.ConfigError(f"model.backbone: {error}") from None
+    source = model_config.init_checkpoint
+    backbone = _load_checkpoint(source)
+    if not isinstance(backbone, family):
+        raise config_lib.ConfigError(
+            f"model.init_checkpoint {source}: holds a {type(backbone).__name__}, but "
+            f"model.preset {model_config.preset} is a {family.__name__}")
+    grow = size - backbone.vocabulary_size
+    gpt_tokens = getattr(tokenizer, "special_tokens", [])
+    if grow and not (family is models.GPTBackbone and 0 < grow <= len(gpt_tokens)):
+        raise config_lib.ConfigError(
+            f"model.init_checkpoint {source}: vocabulary size {backbone.vocabulary_size} "
+            f"does not match the vocabulary's {size} tokens ({vocabulary_path(model_config)})")
+    unknown = sorted(set(overrides) - set(backbone.config_keys))
+    if unknown:
+        raise config_lib.ConfigError(f"model.backbone: unknown key(s) {unknown}; "
+                                     f"{family.__name__} takes {list(backbone.config_keys)}")
+    if not grow and all(backbone.get_config()[k] == v for k, v in overrides.items()):
+        return backbone
+    rebuilt = family.from_config({**backbone.get_config(), **overrides,
+                                  "vocabulary_size": size})
+    old = {w.path: w for w in backbone.weights}
+    for weight in rebuilt.weights:
+        value = keras.ops.convert_to_numpy(old[weight.path])
+        if weight.shape != value.shape:  # the token embedding, grown by the special tokens
+            rng = np.random.default_rng(0)
+            extra = rng.normal(0, 0.02, (weight.shape[0] - value.shape[0],) + value.shape[1:])
+            value = np.concatenate([value, extra.astype(value.dtype)])
+        weight.assign(value)
+    return rebuilt
+
+
+def _load_checkpoint(path):
+    from zoo import convert
+
+    if os.path.isfile(os.path.join(path, "config.yaml")):  # a zoo run directory
+        for name in ("final.keras", "best.keras"):
+            if os.path.isfile(os.path.join(path, name)):
+                return _backbone_of(keras.saving.load_model(os.path.join(path, name)))
+        raise FileNotFoundError(f"model.init_checkpoint {path}: a run directory without "
+                                "final.keras or best.keras (has the run finished?)")
+    if path.endswith(".keras"):
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"model.init_checkpoint {path}: no such file")
+        return _backbone_of(keras.saving.load_model(path))
+    if os.path.isfile(os.path.join(path, "config.json")):
+        return convert.from_huggingface(path)
+    folder, prefix = (path, None) if os.path.isdir(path) else (os.path.dirname(path), path)
+    config_json = os.path.join(folder, "bert_config.json")
+    if prefix is None:
+        index = sorted(glob.glob(os.path.join(folder, "*.ckpt*.index")))
+        prefix = index[0][:-len(".index")] if index else None
+    if prefix and os.path.isfile(config_json):
+        return convert.from_bert_checkpoint(prefix, config_json)
+    raise FileNotFoundError(
+        f"model.init_checkpoint {path}: expected a .keras file, a zoo run directory "
+        "(config.yaml), a Hugging Face folder (config.json) or a Google BERT checkpoint "
+        "(bert_config.json + bert_model.ckpt.*)")
+
+
+def _backbone_of(model):
+    from zoo.models import Backbone
+
+    return model if isinstance(model, Backbone) else model.backbone
+
+
+# === Runtime: precision, determinism, strategy ===
+
+
+def configure_devices(train):
+    """Split the CPU into `train.devices` logical devices (before TensorFlow starts)."""
+    import tensorflow as tf
+
+    if train.strategy == "mirrored" and train.devices and not tf.config.list_physical_devices(
+            "GPU"):
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        try:
+            tf.config.set_logical_device_configuration(
+                cpu, [tf.config.LogicalDeviceConfiguration()] * train.devices)
+        except RuntimeError:  # TensorFlow already started: keep what there is
+            pass
+
+
+def make_strategy(train):
+    """The tf.distribute strategy of `train.strategy`.
+
+    `mirrored` replicates over the GPUs, or over `train.devices` logical CPU devices;
+    `multi_worker_mirrored` reads TF_CONFIG (note: keras 3.15's `fit` fails under it,
+    keras-team/keras#20585); `tpu` connects to `train.tpu` (untested here: no TPU).
+    """
+    import tensorflow as tf
+
+    if train.strategy == "default":
+        return tf.distribute.get_strategy()
+    if train.strategy == "one_device":
+        gpus = tf.config.list_logical_devices("GPU")
+        return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+    if train.strategy == "mirrored":
+        gpus = tf.config.list_logical_devices("GPU")
+        devices = [d.name for d in gpus or tf.config.list_logical_devices("CPU")]
+        return tf.distribute.MirroredStrategy(devices)
+    if train.strategy == "multi_worker_mirrored":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=train.tpu)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def _scope(train):
+    if keras.backend.backend() != "tensorflow":
+        if train.strategy != "default":
+            raise config_lib.ConfigError(f"train.strategy {train.strategy}: tf.distribute "
+                                         "strategies need KERAS_BACKEND=tensorflow")
+        import contextlib
+
+        return contextlib.nullcontext(), 1, f"{keras.backend.backend()} backend"
+    strategy = make_strategy(train)
+    replicas = strategy.num_replicas_in_sync
+    return strategy.scope(), replicas, (f"{type(strategy).__name__}, {replicas} "
+                                        f"replica{'s' if replicas > 1 else ''}")
+
+
+# === Callbacks ===
+
+
+class Schedule:
+    """Step counts of a run: total steps, warmup, rounds of `eval_every` steps."""
+
+    def __init__(self, train, steps_per_epoch):
+        self.steps_per_epoch = steps_per_epoch
+        self.total = train.steps or max(1, math.ceil(train.epochs * steps_per_epoch))
+        if train.warmup_steps is not None:
+            self.warmup = train.warmup_steps
+        else:
+            self.warmup = int(round(train.warmup_fraction * self.total))
+        if self.warmup > self.total:
+            raise config_lib.ConfigError(f"train.warmup_steps {self.warmup} exceeds the "
+                                         f"{self.total} training steps")
+        self.eval_every = min(train.eval_every or steps_per_epoch, self.total)
+        self.rounds = math.ceil(self.total / self.eval_every)
+
+
+class StepLogger(keras.callbacks.Callback):
+    """Progress bar and TensorBoard training scalars keyed by the optimizer's step.
+
+    Written by hand because keras.callbacks.TensorBoard counts batches from 0 in every `fit`
+    call (wrong after a resume) and logs the learning rate only once per epoch.
+    """
+
+    def __init__(self, log_dir, schedule, log_every):
+        super().__init__()
+        import tensorflow as tf
+
+        self.writer = tf.summary.create_file_writer(os.path.join(log_dir, "train"))
+        self.schedule, self.log_every = schedule, log_every
+        self.bar = None
+
+    def step(self):
+        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+
+    def on_train_begin(self, logs=None):
+        from tqdm import tqdm
+
+        if self.bar is None:
+            self.bar = tqdm(total=self.schedule.total, desc="train", unit="step",
+                            dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 30)
+        self.bar.n = self.step()
+        self.bar.refresh()
+
+    def on_train_batch_end(self, batch, logs=None):
+        import tensorflow as tf
+
+        step = self.step()
+        self.bar.update(step - self.bar.n)
+        logs = logs or {}
+        if step % self.log_every and step != self.schedule.total:
+            return
+        optimizer = self.model.optimizer
+        rate = optimizer.learning_rate
+        if isinstance(optimizer._learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+            rate = optimizer._learning_rate(step - 1)  # the rate this step was taken with
+        rate = float(keras.ops.convert_to_numpy(rate))
+        with self.writer.as_default():
+            tf.summary.scalar("learning_rate", rate, step=step)
+            for name, value in logs.items():
+                tf.summary.scalar(name, float(value), step=step)
+        self.writer.flush()
+        self.bar.set_postfix(loss=f"{float(logs.get('loss', math.nan)):.4f}", lr=f"{rate:.3g}")
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+        self.writer.close()
+
+
+class StopAt(keras.callbacks.Callback):
+    """End training at `total` optimizer steps, mid-round if need be; stop on a NaN loss."""
+
+    def __init__(self, total):
+        super().__init__()
+        self.total = total
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        loss = float((logs or {}).get("loss", 0.0))
+        if not math.isfinite(loss):
+            # Raising (not stop_training) skips on_epoch_end, so no backup or best model is
+            # written from the broken weights: the last good ones stay on disk.
+            raise TrainingError(f"the training loss is {loss} at step {step}; the last good "
+                                "checkpoint is kept in the run directory (backup/, "
+                                "best.keras). Lower train.learning_rate or check the data.")
+        if step >= self.total:
+            self.model.stop_training = True
+
+
+class Evaluator(keras.callbacks.Callback):
+    """After every round: dev metrics to metrics.json and TensorBoard, best.keras if better."""
+
+    def __init__(self, task, run_dir, examples_shown):
+        super().__init__()
+        import tensorflow as tf
+
+        self.task, self.run_dir, self.examples_shown = task, run_dir, examples_shown
+        self.writer = tf.summary.create_file_writer(os.path.join(run_dir, "logs", "eval"))
+
+    def on_train_begin(self, logs=None):
+        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        # After a resume, evaluations later than the restored step are replayed.
+        self.history = [entry for entry in read_metrics(self.run_dir) if entry["step"] <= step]
+
+    def on_epoch_end(self, epoch, logs=None):
+        evaluate(self.task, self.model, self.run_dir, self.history, self.writer,
+                 self.examples_shown)
+
+
+def evaluate(task, model, run_dir, history, writer, examples_shown):
+    """One evaluation of a training run: metrics.json, TensorBoard, best.keras."""
+    import tensorflow as tf
+
+    step = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+    metrics, predictions = task.evaluate(model, "dev", return_predictions=True)
+    main = task.main_metric
+    best = max((entry[main] for entry in history if math.isfinite(entry.get(main, math.nan))),
+               default=-math.inf)
+    history.append({"step": step, **metrics})
+    write_text(os.path.join(run_dir, "metrics.json"), json.dumps(history, indent=1) + "\n")
+    with writer.as_default():
+        for name, value in metrics.items():
+            tf.summary.scalar(name, value, step=step)
+        if examples_shown and predictions:
+            tf.summary.text("dev_examples", task.describe(predictions, examples_shown),
+                            step=step)
+    writer.flush()
+    if metrics.get(main, -math.inf) > best:
+        save_model(model, os.path.join(run_dir, "best.keras"))
+    shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+    print(f"\nstep {step}: {shown}", flush=True)
+
+
+# === zoo train ===
+
+
+def check_run_dir(config, run_dir, overwrite):
+    """Whether `run_dir` resumes this experiment; raise if it holds something else.
+
+    Writes nothing: an empty or missing directory starts a new run, one with the same
+    config.yaml and no final.keras resumes, anything else is refused unless `overwrite`.
+    """
+    if overwrite or not os.path.isdir(run_dir) or not os.listdir(run_dir):
+        return False
+    config_path = os.path.join(run_dir, "config.yaml")
+    if not os.path.isfile(config_path):
+        raise FileExistsError(f"--run-dir {run_dir}: exists and is not a zoo run directory "
+                              "(no config.yaml); choose another or pass --overwrite")
+    with open(config_path, encoding="utf-8") as file:
+        existing = yaml.safe_load(file)
+    differences = _differences(existing, config_lib.to_dict(config))
+    if differences:
+        raise FileExistsError(f"--run-dir {run_dir}: holds a different experiment ("
+                              f"{'; '.join(differences[:5])}); pass --overwrite to replace it "
+                              "or choose another --run-dir")
+    if os.path.isfile(os.path.join(run_dir, "final.keras")):
+        raise FileExistsError(f"--run-dir {run_dir}: this run is complete (final.keras); "
+                              "pass --overwrite to train it again")
+    return True
+
+
+def create_run_dir(config, run_dir, overwrite):
+    """Start a new run directory (replacing an old one with `overwrite`): config.yaml first."""
+    if os.path.exists(run_dir) and overwrite:
+        shutil.rmtree(run_dir)
+    os.makedirs(run_dir, exist_ok=True)
+    write_text(os.path.join(run_dir, "config.yaml"),
+               yaml.safe_dump(config_lib.to_dict(config), sort_keys=False))
+
+
+def _differences(old, new, prefix=""):
+    out = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}: {a!r} there, {b!r} now")
+    return out
+
+
+def train(config, run_dir, overwrite=False):
+    """Train `config` into `run_dir` (resuming it if it holds the same unfinished run).
+
+    Returns:
+        The last evaluation's metrics (dict).
+
+    Example:
+        >>> from zoo import config, training
+        >>> experiment = config.resolve("bert/glue_mrpc", ["data.dir=samples/glue/MRPC"])
+        >>> training.train(experiment, "runs/mrpc")  # doctest: +SKIP
+    """
+    import tasks
+
+    train_config = config.train
+    configure_devices(train_config)
+    task = tasks.create(config.task, config)  # reads and checks the data before anything
+    resuming = check_run_dir(config, run_dir, overwrite)
+    previous_policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(train_config.mixed_precision)
+    if train_config.deterministic and keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.experimental.enable_op_determinism()
+    keras.utils.set_random_seed(train_config.seed)
+    logger = None
+    try:
+        scope, replicas, where = _scope(train_config)
+        if train_config.batch_size % replicas:
+            raise config_lib.ConfigError(f"train.batch_size {train_config.batch_size} does "
+                                         f"not split over {replicas} replicas")
+        with scope:
+            model = task.build_model()
+            schedule = Schedule(train_config, task.steps_per_epoch())
+            task.compile(model, total_steps=schedule.total, warmup_steps=schedule.warmup)
+        _build(model, task)
+        # Everything is checked and built: only now is the run directory written.
+        if not resuming:
+            create_run_dir(config, run_dir, overwrite)
+        copy_vocabulary(config.model, run_dir)
+        print(f"{config.task}: {type(model).__name__} of {model.count_params():,} parameters,"
+              f" {schedule.total} steps of {train_config.batch_size} ({where})"
+              f", evaluation every {schedule.eval_every} steps", flush=True)
+        backup_dir = os.path.join(run_dir, "backup")
+        start_round = _backup_round(backup_dir) if resuming else 0
+        if resuming and start_round:
+            print(f"resuming {run_dir} at step {start_round * schedule.eval_every}", flush=True)
+        logger = StepLogger(os.path.join(run_dir, "logs"), schedule, train_config.log_every)
+        callbacks = [
+            StopAt(schedule.total),
+            logger,
+            Evaluator(task, run_dir, train_config.eval_examples),
+            # double_checkpoint: a backup torn by a kill falls back to the previous one.
+            keras.callbacks.BackupAndRestore(backup_dir, double_checkpoint=True,
+                                             delete_checkpoint=False),
+        ]
+        _write_hparams(config, run_dir, task)
+        for phase in task.phases(schedule):
+            if start_round >= phase.last_round:
+                continue
+            first = max(start_round, phase.first_round)
+            skip = (first - phase.first_round) * schedule.eval_every
+            dataset = phase.dataset(skip)
+            model.fit(dataset, epochs=phase.last_round, initial_epoch=first,
+                      steps_per_epoch=schedule.eval_every, callbacks=callbacks, verbose=0)
+            start_round = phase.last_round
+        save_model(model, os.path.join(run_dir, "final.keras"))
+        shutil.rmtree(backup_dir, ignore_errors=True)
+    finally:
+        if logger is not None:
+            logger.close()
+        keras.config.set_dtype_policy(previous_policy)
+    history = read_metrics(run_dir)
+    return {k: v for k, v in history[-1].items() if k != "step"} if history else {}
+
+
+@dataclasses.dataclass
+class Phase:
+    """Rounds [first_round, last_round) trained on `dataset(skip_batches)`."""
+
+    first_round: int
+    last_round: int
+    dataset: object
+
+
+def _backup_round(backup_dir):
+    """The round a BackupAndRestore backup will resume at (0 without one)."""
+    for name in ("training_metadata.json", "training_metadata.json.bkp"):
+        path = os.path.join(backup_dir, name)
+        if os.path.isfile(path):
+            try:
+                with open(path) as file:
+                    return int(json.load(file)["epoch"])
+            except (ValueError, KeyError):
+                continue
+    return 0
+
+
+def _build(model, task):
+    """Create the optimizer variables before BackupAndRestore loads a backup into them."""
+    if not model.optimizer.built:
+        model.optimizer.build(model.trainable_variables)
+
+
+def _write_hparams(config, run_dir, task):
+    """The run's settings and dev metrics for TensorBoard's HParams dashboard."""
+    import tensorflow as tf
+    from tensorboard.plugins.hparams import api as hp
+
+    values = {"task": config.task, "preset": config.model.preset,
+              "init_checkpoint": str(config.model.init_checkpoint)}
+    for key, value in dataclasses.asdict(config.train).items():
+        if isinstance(value, (int, float, str, bool)):
+            values[f"train.{key}"] = value
+    with tf.summary.create_file_writer(os.path.join(run_dir, "logs", "hparams")).as_default():
+        hp.hparams(values, trial_id=os.path.basename(os.path.abspath(run_dir)))
+
+
+def train_seeds(config, run_dir, seeds, overwrite=False):
+    """Fine-tune with `seeds` seeds in `run_dir/seed_<s>` and report mean and std per metric.
+
+    BERT section 4.1: on small datasets fine-tuning is unstable, so several restarts are run
+    and the best on dev is selected. Writes `run_dir/seeds.json` and returns its content.
+    """
+    import tensorflow as tf
+    from tensorboard.plugins.hparams import api as hp
+
+    if os.path.exists(run_dir) and overwrite:
+        shutil.rmtree(run_dir)
+    os.makedirs(run_dir, exist_ok=True)
+    results = {}
+    for i in range(seeds):
+        seed = config.train.seed + i
+        sub = dataclasses.replace(config, train=dataclasses.replace(config.train, seed=seed))
+        sub_dir = os.path.join(run_dir, f"seed_{seed}")
+        if os.path.isfile(os.path.join(sub_dir, "final.keras")) and not overwrite:
+            history = read_metrics(sub_dir)
+            results[seed] = {k: v for k, v in history[-1].items() if k != "step"}
+            continue
+        results[seed] = train(sub, sub_dir)
+    names = sorted({name for metrics in results.values() for name in metrics})
+    summary = {"seeds": list(results), "runs": {str(s): m for s, m in results.items()}}
+    for name in names:
+        values = [metrics[name] for metrics in results.values() if name in metrics]
+        summary[name] = {"mean": float(np.mean(values)), "std": float(np.std(values)),
+                         "min": float(np.min(values)), "max": float(np.max(values))}
+    write_text(os.path.join(run_dir, "seeds.json"), json.dumps(summary, indent=1) + "\n")
+    with tf.summary.create_file_writer(os.path.join(run_dir, "logs")).as_default():
+        hp.hparams_config(hparams=[hp.HParam("train.seed")],
+                          metrics=[hp.Metric(name, group="eval") for name in names])
+    return summary
+
+
+# === zoo evaluate ===
+
+
+def load_run(run_dir, checkpoint="best"):
+    """The experiment and model of a run directory (`best` falls back to `final`)."""
+    config_path = os.path.join(run_dir, "config.yaml")
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"--run-dir {run_dir}: not a zoo run directory (no "
+                                "config.yaml)")
+    with open(config_path, encoding="utf-8") as file:
+        config = config_lib.from_dict(yaml.safe_load(file), config_path)
+    names = [f"{checkpoint}.keras"] + (["final.keras"] if checkpoint == "best" else [])
+    for name in names:
+        path = os.path.join(run_dir, name)
+        if os.path.isfile(path):
+            return config, keras.saving.load_model(path)
+    raise FileNotFoundError(f"--run-dir {run_dir}: no {' or '.join(names)} (has it trained?)")
+
+
+def evaluate_run(run_dir, split="dev", data=None, checkpoint="best"):
+    """Metrics of a trained run on a split (or on the file `data`); writes predictions.
+
+    Returns:
+        dict of metrics (empty for a file without labels); predictions go to
+        `run_dir/predictions/<split>.tsv` (MNLI: one file per dev set) in the format
+        `zoo score` reads.
+    """
+    import tasks
+
+    config, model = load_run(run_dir, checkpoint)
+    config = dataclasses.replace(
+        config, model=dataclasses.replace(config.model, vocabulary=os.path.join(run_dir,
+                                                                               "vocabulary"),
+                                          init_checkpoint=None))
+    task = tasks.create(config.task, config, check_data=False)
+    metrics, predictions = task.evaluate(model, split, path=data, return_predictions=True)
+    for name, (_, predicted) in predictions.items():
+        task.write_predictions(os.path.join(run_dir, "predictions", f"{name}.tsv"), predicted)
+    return metrics
