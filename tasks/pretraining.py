@@ -88,8 +88,16 @@ class _Pretraining:
 
     def evaluate(self, model, split="dev", path=None, return_predictions=False):
         """Loss and accuracy of each objective on the evaluation batches."""
-        results = model.evaluate(self.eval_dataset(), verbose=0, return_dict=True)
+        if not hasattr(self, "_eval_batches"):  # fixed batches, counted once
+            self._eval_batches = self.eval_dataset().cache()
+            self._eval_steps = sum(1 for _ in self._eval_batches)
+        results = model.evaluate(self._eval_batches, steps=self._eval_steps, verbose=0,
+                                 return_dict=True)
         metrics = {key: float(value) for key, value in results.items()}
+        if len(model.output) == 1:  # Keras leaves a single output's metrics unprefixed
+            name = next(iter(model.output))
+            metrics.update({f"{name}_{key}": metrics.pop(key)
+                            for key in ("loss", "accuracy") if key in metrics})
         for key in ("mlm_loss", "lm_loss"):  # per-token cross-entropy -> perplexity
             if key in metrics:
                 metrics[key.replace("loss", "perplexity")] = math.exp(min(metrics[key], 50.0))

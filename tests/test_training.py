@@ -306,3 +306,71 @@ def test_bad_input_fails_before_training_naming_the_culprit(sample_data, tmp_pat
     # Nothing was trained: the only thing a failed start may leave is its config.yaml.
     if (tmp_path / "run").exists():
         assert set(os.listdir(tmp_path / "run")) <= {"config.yaml", "vocabulary"}
+
+
+# === Pretraining, then fine-tuning from its checkpoint ===
+
+
+def test_masked_lm_pretraining_learns_and_fine_tuning_starts_from_it(sample_data, tmp_path):
+    from zoo.data.pretraining import write_pretraining_data
+
+    root = sample_data["root"]
+    write_pretraining_data([str(root / "corpus" / "corpus.txt")], sample_data["wordpiece"],
+                           str(tmp_path / "shards"), max_sequence_lengths=(32, 64), shards=2,
+                           dupe_factor=2)
+    run_dir = tmp_path / "pretrain"
+    config = config_lib.resolve("bert/pretrain", [
+        "model.preset=bert_tiny", f"model.vocabulary={sample_data['wordpiece']}",
+        f"data.dir={tmp_path / 'shards'}", "train.batch_size=16", "train.steps=160",
+        "train.warmup_steps=10", "train.learning_rate=2e-3", "train.eval_every=40",
+        "data.phases=[{sequence_length: 32, fraction: 0.75}, {sequence_length: 64, "
+        "fraction: 0.25}]"])
+    training.train(config, str(run_dir))
+    history = json.loads((run_dir / "metrics.json").read_text())
+    assert [e["step"] for e in history] == [40, 80, 120, 160]
+    first, last = history[0], history[-1]
+    assert last["mlm_loss"] < first["mlm_loss"] - 0.3, history
+    assert last["mlm_accuracy"] > first["mlm_accuracy"] + 0.05, history
+    assert math.isfinite(last["nsp_loss"]) and 0 <= last["nsp_accuracy"] <= 1
+    import zoo  # noqa: F401
+
+    pretrained = keras.saving.load_model(run_dir / "final.keras")
+    assert type(pretrained).__name__ == "BertPretrainer"
+    # Fine-tuning takes the run directory as init_checkpoint and starts from its weights.
+    import tasks
+
+    fine = config_lib.resolve("bert/glue_sst2", [
+        "model.preset=bert_tiny", f"model.init_checkpoint={run_dir}",
+        f"data.dir={root / 'glue' / 'SST-2'}", "data.sequence_length=32"])
+    model = tasks.create("glue/sst2", fine).build_model()
+    loaded = {w.path: keras.ops.convert_to_numpy(w) for w in pretrained.backbone.weights}
+    for weight in model.backbone.weights:
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(weight), loaded[weight.path])
+    # No NSP (BERT Table 5): no next-sentence head, and no pooler to train.
+    no_nsp = config_lib.resolve("bert/pretrain", [
+        "model.preset=bert_tiny", f"model.vocabulary={sample_data['wordpiece']}",
+        f"data.dir={tmp_path / 'shards'}", "data.phases=[]", "data.sequence_length=32",
+        "model.next_sentence=false", "train.batch_size=16", "train.steps=4"])
+    task = tasks.create(no_nsp.task, no_nsp)
+    model = task.build_model()
+    assert set(model.output) == {"mlm"} and not model.backbone.pooler
+
+
+@pytest.mark.parametrize("family", ["gpt1", "bert"])
+def test_left_to_right_pretraining_learns(sample_data, tmp_path, family):
+    run_dir = tmp_path / "lm"
+    vocab = sample_data["bpe" if family == "gpt1" else "wordpiece"]
+    experiment = "gpt1/pretrain" if family == "gpt1" else "bert/pretrain_ltr"
+    config = config_lib.resolve(experiment, TINY[family][:1] + TINY[family][1:] + [
+        f"model.vocabulary={vocab}", f"data.dir={sample_data['root'] / 'corpus'}",
+        "data.sequence_length=32", "train.batch_size=16", "train.steps=90",
+        "train.warmup_steps=10", "train.learning_rate=2e-3", "train.eval_every=30"])
+    training.train(config, str(run_dir))
+    history = json.loads((run_dir / "metrics.json").read_text())
+    assert history[-1]["lm_loss"] < history[0]["lm_loss"] - 0.3, history
+    assert history[-1]["lm_accuracy"] > history[0]["lm_accuracy"] + 0.05, history
+    import zoo  # noqa: F401
+
+    model = keras.saving.load_model(run_dir / "final.keras")
+    if family == "bert":  # the LTR ablation: a causal encoder, no pooler, no NSP
+        assert model.backbone.causal and not model.backbone.pooler

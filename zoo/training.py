@@ -395,6 +395,43 @@ class StopAt(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+class RandomState(keras.callbacks.Callback):
+    """Back up and restore the dropout random-number state with BackupAndRestore's backups.
+
+    BackupAndRestore saves weights and optimizer, but not the layers' `SeedGenerator` states,
+    so a resumed run would draw its dropout masks from the start of the stream again and end
+    with other weights than an uninterrupted run. One small file per round, next to it.
+    """
+
+    def __init__(self, backup_dir):
+        super().__init__()
+        self.backup_dir = backup_dir
+
+    def _states(self):
+        return [v for v in self.model.variables if "seed_generator_state" in v.path]
+
+    def _path(self, round_):
+        return os.path.join(self.backup_dir, f"random_state-{round_}.npz")
+
+    def on_train_begin(self, logs=None):
+        round_ = _backup_round(self.backup_dir)
+        if round_ and os.path.isfile(self._path(round_)):
+            with np.load(self._path(round_)) as saved:
+                for variable in self._states():
+                    variable.assign(saved[variable.path])
+
+    def on_epoch_end(self, epoch, logs=None):
+        os.makedirs(self.backup_dir, exist_ok=True)
+        path = self._path(epoch + 1)
+        fd, tmp = tempfile.mkstemp(prefix=".random_state.", suffix=".npz", dir=self.backup_dir)
+        os.close(fd)
+        np.savez(tmp, **{v.path: keras.ops.convert_to_numpy(v) for v in self._states()})
+        os.replace(tmp, path)
+        stale = self._path(epoch - 1)  # keep this round's and the previous one
+        if os.path.exists(stale):
+            os.remove(stale)
+
+
 class Evaluator(keras.callbacks.Callback):
     """After every round: dev metrics to metrics.json and TensorBoard, best.keras if better."""
 
@@ -406,9 +443,13 @@ class Evaluator(keras.callbacks.Callback):
         self.writer = tf.summary.create_file_writer(os.path.join(run_dir, "logs", "eval"))
 
     def on_train_begin(self, logs=None):
-        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-        # After a resume, evaluations later than the restored step are replayed.
-        self.history = [entry for entry in read_metrics(self.run_dir) if entry["step"] <= step]
+        self.history = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self.history is None:  # after on_train_begin, when BackupAndRestore has restored
+            step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+            # After a resume, evaluations later than the restored step are replayed.
+            self.history = [e for e in read_metrics(self.run_dir) if e["step"] <= step]
 
     def on_epoch_end(self, epoch, logs=None):
         evaluate(self.task, self.model, self.run_dir, self.history, self.writer,
@@ -538,6 +579,7 @@ def train(config, run_dir, overwrite=False):
             StopAt(schedule.total),
             logger,
             Evaluator(task, run_dir, train_config.eval_examples),
+            RandomState(backup_dir),  # written before the backup that refers to it
             # double_checkpoint: a backup torn by a kill falls back to the previous one.
             keras.callbacks.BackupAndRestore(backup_dir, double_checkpoint=True,
                                              delete_checkpoint=False),
@@ -550,7 +592,8 @@ def train(config, run_dir, overwrite=False):
             skip = (first - phase.first_round) * schedule.eval_every
             dataset = phase.dataset(skip)
             model.fit(dataset, epochs=phase.last_round, initial_epoch=first,
-                      steps_per_epoch=schedule.eval_every, callbacks=callbacks, verbose=0)
+                      steps_per_epoch=schedule.eval_every, callbacks=callbacks, verbose=0,
+                      shuffle=False)
             start_round = phase.last_round
         save_model(model, os.path.join(run_dir, "final.keras"))
         shutil.rmtree(backup_dir, ignore_errors=True)

@@ -1,0 +1,173 @@
+"""Learning-rate schedules and the AdamW optimizer of the BERT and GPT-1 papers.
+
+BERT (Devlin et al., 2019), appendix A.2, pre-training: "Adam with learning rate of 1e-4,
+β1 = 0.9, β2 = 0.999, L2 weight decay of 0.01, learning rate warmup over the first 10,000 steps,
+and linear decay of the learning rate." Fine-tuning picks the best rate among 5e-5, 4e-5, 3e-5
+and 2e-5 (section 4.1; appendix A.3 lists 5e-5, 3e-5, 2e-5). google-research/bert's
+`optimization.py` adds what the paper leaves out: Adam epsilon 1e-6, gradients clipped to a
+global norm of 1.0, and no weight decay on LayerNorm variables or biases.
+
+GPT-1 (Radford et al., 2018), section 4.1: pre-training with Adam at a maximum learning rate
+of 2.5e-4, "increased linearly from zero over the first 2000 updates and annealed to 0 using a
+cosine schedule", and a modified L2 regularization (decoupled weight decay, Loshchilov & Hutter)
+with w = 0.01 on all non bias or gain weights; fine-tuning at 6.25e-5 with linear decay and
+warmup over 0.2% of training.
+
+Both schedules take the optimizer's iteration count as `step`. It starts at 0, so the first
+update uses lr(0), which is 0 when there is a warmup, as in google-research/bert, whose
+`global_step` also starts at 0.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+# === Schedules ===
+
+
+class _WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warmup from 0 to `learning_rate` over `warmup_steps`, then `self._decay(step)`."""
+
+    def __init__(self, learning_rate, total_steps, warmup_steps):
+        if not 0 <= warmup_steps <= total_steps or total_steps < 1:
+            raise ValueError(f"{type(self).__name__}: expected 0 <= warmup_steps <= total_steps "
+                             f"and total_steps >= 1, got warmup_steps={warmup_steps}, "
+                             f"total_steps={total_steps}")
+        self.learning_rate = float(learning_rate)
+        self.total_steps = int(total_steps)
+        self.warmup_steps = int(warmup_steps)
+        # max(..., 1) avoids 0 / 0 when warmup_steps == total_steps (no decay phase).
+        self.decay_steps = max(self.total_steps - self.warmup_steps, 1)
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        warming = self.learning_rate * step / max(self.warmup_steps, 1)
+        rate = ops.where(step < self.warmup_steps, warming, self._decay(step))
+        return ops.where(step < self.total_steps, rate, 0.0)
+
+    def get_config(self):
+        return {"learning_rate": self.learning_rate, "total_steps": self.total_steps,
+                "warmup_steps": self.warmup_steps}
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class WarmupLinearDecay(_WarmupSchedule):
+    """Linear warmup, then linear decay to 0 at `total_steps` (BERT, appendix A.2).
+
+    lr(step) = learning_rate * step / warmup_steps for step < warmup_steps, then
+    learning_rate * max(0, (total_steps - step) / (total_steps - warmup_steps)). This decay
+    starts at the peak rate when warmup ends; google-research/bert instead decays from step 0
+    (learning_rate * (1 - step / total_steps)), so its rate drops at the end of warmup.
+
+    Args:
+        learning_rate: the peak rate, reached at `warmup_steps`.
+        total_steps: the step at which the rate reaches 0 (and stays there).
+        warmup_steps: steps of linear warmup from 0; 0 means none.
+
+    Example:
+        >>> schedule = WarmupLinearDecay(1e-4, total_steps=100, warmup_steps=10)
+        >>> [round(float(schedule(step)), 9) for step in (0, 5, 10, 55, 100, 120)]
+        [0.0, 5e-05, 0.0001, 5e-05, 0.0, 0.0]
+    """
+
+    def _decay(self, step):
+        return self.learning_rate * ops.maximum((self.total_steps - step) / self.decay_steps, 0.0)
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class WarmupCosineDecay(_WarmupSchedule):
+    """Linear warmup, then cosine annealing to 0 at `total_steps` (GPT-1, section 4.1).
+
+    lr(step) = learning_rate * step / warmup_steps for step < warmup_steps, then
+    learning_rate * 0.5 * (1 + cos(pi * min(1, (step - warmup_steps) /
+    (total_steps - warmup_steps)))).
+
+    Args:
+        learning_rate: the peak rate, reached at `warmup_steps` (GPT-1: 2.5e-4).
+        total_steps: the step at which the rate reaches 0 (and stays there).
+        warmup_steps: steps of linear warmup from 0 (GPT-1: 2000); 0 means none.
+
+    Example:
+        >>> schedule = WarmupCosineDecay(2.5e-4, total_steps=102, warmup_steps=2)
+        >>> [round(float(schedule(step)), 9) for step in (0, 1, 2, 52, 102, 200)]
+        [0.0, 0.000125, 0.00025, 0.000125, 0.0, 0.0]
+    """
+
+    def _decay(self, step):
+        progress = ops.minimum((step - self.warmup_steps) / self.decay_steps, 1.0)
+        return self.learning_rate * 0.5 * (1.0 + ops.cos(math.pi * progress))
+
+
+SCHEDULES = {"linear": WarmupLinearDecay, "cosine": WarmupCosineDecay}
+
+# === Optimizer ===
+
+
+def no_decay_variables(model):
+    """The variables of `model` that get no weight decay: LayerNormalization's and biases.
+
+    That is every variable of a `keras.layers.LayerNormalization` (gain `gamma`, bias `beta`)
+    and every variable whose name ends with "bias" (Dense/Conv `bias`, MaskedLMHead
+    `output_bias`). GPT-1's "all non bias or gain weights" keep their decay.
+
+    Example:
+        >>> import keras
+        >>> model = keras.Sequential(name="mlp", layers=[
+        ...     keras.Input((4,)), keras.layers.Dense(8, name="dense"),
+        ...     keras.layers.LayerNormalization(name="norm")])
+        >>> [v.path for v in no_decay_variables(model)]
+        ['mlp/dense/bias', 'mlp/norm/gamma', 'mlp/norm/beta']
+    """
+    # _flatten_layers walks nested layers too (a functional model's `layers` are only the
+    # top-level ones; the norms of a transformer block sit inside it).
+    norms = {id(v) for layer in model._flatten_layers()
+             if isinstance(layer, keras.layers.LayerNormalization) for v in layer.weights}
+    return [v for v in model.weights if id(v) in norms or v.name.endswith("bias")]
+
+
+def build_optimizer(learning_rate, total_steps, warmup_steps, schedule="linear",
+                    weight_decay=0.01, clip_norm=1.0, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+                    model=None):
+    """AdamW with a warmup schedule, global-norm clipping and no decay on LayerNorm or biases.
+
+    Args:
+        learning_rate: the peak learning rate of the schedule.
+        total_steps: optimizer steps of the whole run; the rate is 0 from there on.
+        warmup_steps: steps of linear warmup from 0 (0: none).
+        schedule: "linear" (BERT) or "cosine" (GPT-1 pre-training), a key of `SCHEDULES`.
+        weight_decay: decoupled weight decay; each step multiplies a decayed variable by
+            (1 - learning_rate(step) * weight_decay).
+        clip_norm: clip the gradients to this global norm; None or 0 turns clipping off.
+        beta_1, beta_2, epsilon: Adam's (epsilon 1e-6 as in BERT's optimizer).
+        model: the built model to train; needed when `weight_decay` is not 0, to exclude
+            `no_decay_variables(model)` from the decay. The exclusion is not part of the
+            optimizer's config: an optimizer restored from a `.keras` file decays every
+            variable, so build a new one with this function instead.
+
+    Example:
+        >>> import keras
+        >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        >>> optimizer = build_optimizer(5e-5, total_steps=1000, warmup_steps=100, model=model)
+        >>> type(optimizer).__name__, optimizer.global_clipnorm, optimizer.weight_decay
+        ('AdamW', 1.0, 0.01)
+        >>> round(float(optimizer.learning_rate), 9)  # lr(0): the first step is taken at 0
+        0.0
+    """
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule {schedule!r}: expected one of {', '.join(SCHEDULES)}")
+    optimizer = keras.optimizers.AdamW(
+        learning_rate=SCHEDULES[schedule](learning_rate, total_steps, warmup_steps),
+        weight_decay=weight_decay, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
+        global_clipnorm=clip_norm or None)
+    if weight_decay:
+        if model is None or not model.weights:
+            raise ValueError(f"build_optimizer: weight_decay={weight_decay} needs `model=` (a "
+                             "built model) to exclude its LayerNorm and bias variables; got "
+                             f"{'no model' if model is None else 'a model without variables'}")
+        # Exclude the variables themselves rather than `var_names` patterns: Keras matches
+        # patterns with re.search against `variable.name`, which is the short name ("gamma")
+        # on JAX and PyTorch but the path ("transformer_layer_0/attention_norm/gamma:0") on
+        # TensorFlow, so a pattern set would depend on the backend and on layer names.
+        optimizer.exclude_from_weight_decay(var_list=no_decay_variables(model))
+    return optimizer
