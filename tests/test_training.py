@@ -374,3 +374,105 @@ def test_left_to_right_pretraining_learns(sample_data, tmp_path, family):
     model = keras.saving.load_model(run_dir / "final.keras")
     if family == "bert":  # the LTR ablation: a causal encoder, no pooler, no NSP
         assert model.backbone.causal and not model.backbone.pooler
+
+
+# === Seeds, HParams, MNLI's two dev sets, GPT-1 style ===
+
+
+def test_seeds_report_mean_and_std_and_feed_the_hparams_dashboard(sample_data, tmp_path,
+                                                                   capsys):
+    run_dir = tmp_path / "seeds"
+    args = ["train", "--experiment", "bert/glue_sst2", "--run-dir", str(run_dir),
+            "--seeds", "2"]
+    for override in TINY["bert"] + [
+            f"model.vocabulary={sample_data['wordpiece']}",
+            f"data.dir={sample_data['root'] / 'glue' / 'SST-2'}", "data.sequence_length=32",
+            "train.batch_size=32", "train.steps=12", "train.learning_rate=1e-3"]:
+        args += ["--set", override]
+    assert cli(args) == 0
+    out = capsys.readouterr().out
+    summary = json.loads((run_dir / "seeds.json").read_text())
+    runs = [summary["runs"][str(seed)]["accuracy"] for seed in (0, 1)]
+    assert summary["accuracy"]["mean"] == pytest.approx(np.mean(runs))
+    assert summary["accuracy"]["std"] == pytest.approx(np.std(runs))
+    assert f"accuracy: {np.mean(runs):.4f} ± {np.std(runs):.4f}" in out
+    for seed in (0, 1):  # each seed is a full run directory with its own seed
+        config = yaml.safe_load((run_dir / f"seed_{seed}" / "config.yaml").read_text())
+        assert config["train"]["seed"] == seed
+        assert (run_dir / f"seed_{seed}" / "final.keras").exists()
+    # TensorBoard's HParams plugin sees both runs with their seed.
+    import glob
+
+    import tensorflow as tf
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    seeds = set()
+    for path in glob.glob(str(run_dir / "seed_*" / "logs" / "hparams" / "events.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name == "hparams":
+                    data = plugin_data_pb2.HParamsPluginData.FromString(
+                        value.metadata.plugin_data.content)
+                    if data.HasField("session_start_info"):
+                        seeds.add(data.session_start_info.hparams["train.seed"].number_value)
+    assert seeds == {0.0, 1.0}
+
+
+def test_mnli_reports_matched_and_mismatched(sample_data, tmp_path, capsys):
+    run_dir = tmp_path / "mnli"
+    config = config_lib.resolve("bert/glue_mnli", TINY["bert"] + [
+        f"model.vocabulary={sample_data['wordpiece']}",
+        f"data.dir={sample_data['root'] / 'glue' / 'MNLI'}", "data.sequence_length=32",
+        "train.steps=6"])
+    metrics = training.train(config, str(run_dir))
+    assert {"matched_accuracy", "mismatched_accuracy"} == set(metrics)
+    assert cli(["evaluate", "--run-dir", str(run_dir)]) == 0
+    capsys.readouterr()
+    for name in ("dev_matched", "dev_mismatched"):
+        gold = sample_data["root"] / "glue" / "MNLI" / f"{name}.tsv"
+        assert cli(["score", "glue/mnli", "--gold", str(gold), "--predictions",
+                    str(run_dir / "predictions" / f"{name}.tsv")]) == 0
+        scored = json.loads(capsys.readouterr().out)
+        assert scored["accuracy"] == pytest.approx(metrics[f"{name[4:]}_accuracy"])
+
+
+@pytest.mark.parametrize("task, lm_weight", [("glue/mrpc", 0.5), ("glue/rte", 0.0),
+                                             ("glue/cola", 0.5)])
+def test_gpt1_input_transformations_and_auxiliary_lm_loss(sample_data, task, lm_weight):
+    """Similarity runs both orders; the LM output exists only with lambda > 0; L3 = L2 + λ L1."""
+    import tasks
+
+    folder = {"glue/mrpc": "MRPC", "glue/rte": "RTE", "glue/cola": "CoLA"}[task]
+    config = config_lib.resolve("gpt1/glue_rte", TINY["gpt1"] + [
+        f"model.vocabulary={sample_data['bpe']}",
+        f"data.dir={sample_data['root'] / 'glue' / folder}",
+        "data.sequence_length=64", f"train.lm_weight={lm_weight}", "train.batch_size=4"])
+    config.task = task
+    t = tasks.create(task, config)
+    x, y, w = next(iter(t.dataset("dev")))
+    tok = t.tokenizer
+    start, delimiter, extract = (tok.token_to_id(s) for s in tok.special_tokens)
+    ids = x["token_ids"].numpy()
+    if task == "glue/mrpc":  # both orders, (batch, 2, seq)
+        assert ids.shape == (4, 2, 64)
+        first = ids[0, 0][: x["padding_mask"].numpy()[0, 0].sum()]
+        second = ids[0, 1][: x["padding_mask"].numpy()[0, 1].sum()]
+        d1, d2 = list(first).index(delimiter), list(second).index(delimiter)
+        assert list(first[1:d1]) == list(second[d2 + 1:-1])
+        assert list(first[d1 + 1:-1]) == list(second[1:d2])
+    else:
+        row = ids[0][: x["padding_mask"].numpy()[0].sum()]
+        assert row[0] == start and row[-1] == extract
+        assert (delimiter in row) == (task == "glue/rte")
+    model = t.build_model()
+    assert ("lm" in model.output) == (lm_weight > 0)
+    if lm_weight:  # targets are the next tokens, weighted on real positions only
+        np.testing.assert_array_equal(y["lm"].numpy()[..., :-1], ids[..., 1:])
+        mask = x["padding_mask"].numpy()
+        np.testing.assert_array_equal(w["lm"].numpy()[..., :-1], mask[..., 1:])
+        assert (w["lm"].numpy()[..., -1] == 0).all()
+        t.compile(model)
+        # Keras' total loss is L2 + λ L1 with the two terms it reports.
+        logs = model.evaluate(t.dataset("dev").take(2), return_dict=True, verbose=0)
+        assert logs["loss"] == pytest.approx(logs["logits_loss"] + lm_weight * logs["lm_loss"],
+                                             rel=1e-4)

@@ -562,7 +562,7 @@ def train(config, run_dir, overwrite=False):
             model = task.build_model()
             schedule = Schedule(train_config, task.steps_per_epoch())
             task.compile(model, total_steps=schedule.total, warmup_steps=schedule.warmup)
-        _build(model, task)
+            _build(model, task)
         # Everything is checked and built: only now is the run directory written.
         if not resuming:
             create_run_dir(config, run_dir, overwrite)
