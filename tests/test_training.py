@@ -94,6 +94,37 @@ def test_a_run_directory_has_the_documented_layout(sample_data, tmp_path, capsys
     scored = json.loads(capsys.readouterr().out)
     for name in ("accuracy", "f1"):
         assert scored[name] == pytest.approx(metrics[name], abs=1e-12)
+    # --data: any file in the official format; a test file without labels gives predictions.
+    test_file = sample_data["root"] / "glue" / "MRPC" / "test.tsv"
+    assert cli(["evaluate", "--run-dir", str(run_dir), "--data", str(test_file),
+                "--split", "test"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[0]) == {}
+    lines = (run_dir / "predictions" / "test.tsv").read_text().splitlines()
+    assert lines[0] == "index\tprediction" and len(lines) == 101
+    # TensorBoard's text tab gets dev examples with gold and predicted labels.
+    import glob
+
+    import tensorflow as tf
+
+    texts = [value.tensor.string_val[0].decode()
+             for path in glob.glob(str(run_dir / "logs" / "eval" / "events.*"))
+             for event in tf.compat.v1.train.summary_iterator(path)
+             for value in event.summary.value if value.tag == "dev_examples"]
+    assert len(texts) == 2 and "| gold | predicted |" in texts[0]
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_trains(sample_data, tmp_path, policy):
+    config = config_lib.resolve("bert/glue_mrpc", mrpc(
+        sample_data, "train.steps=4", "train.eval_every=4", f"train.mixed_precision={policy}"))
+    metrics = training.train(config, str(tmp_path / "run"))
+    assert 0 <= metrics["accuracy"] <= 1
+    assert keras.config.dtype_policy().name == "float32"  # restored afterwards
+    import zoo  # noqa: F401
+
+    model = keras.saving.load_model(tmp_path / "run" / "final.keras")
+    if policy == "mixed_float16":  # Keras wraps the optimizer for dynamic loss scaling
+        assert type(model.optimizer).__name__ == "LossScaleOptimizer"
 
 
 # === TensorBoard: learning rate and loss, read back over HTTP ===

@@ -547,10 +547,14 @@ def train(config, run_dir, overwrite=False):
     resuming = check_run_dir(config, run_dir, overwrite)
     previous_policy = keras.config.dtype_policy()
     keras.config.set_dtype_policy(train_config.mixed_precision)
-    if train_config.deterministic and keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
+    # Deterministic ops are switched back afterwards, so a script (or a test process) that
+    # trains once does not run everything after it in the slower deterministic mode. TF has
+    # no public switch-off; tensorflow.python.framework.config holds the one it uses.
+    from tensorflow.python.framework import config as tf_config
 
-        tf.config.experimental.enable_op_determinism()
+    was_deterministic = tf_config.is_op_determinism_enabled()
+    if train_config.deterministic and keras.backend.backend() == "tensorflow":
+        tf_config.enable_op_determinism()
     keras.utils.set_random_seed(train_config.seed)
     logger = None
     try:
@@ -601,6 +605,8 @@ def train(config, run_dir, overwrite=False):
         if logger is not None:
             logger.close()
         keras.config.set_dtype_policy(previous_policy)
+        if not was_deterministic:
+            tf_config.disable_op_determinism()
     history = read_metrics(run_dir)
     return {k: v for k, v in history[-1].items() if k != "step"} if history else {}
 
