@@ -281,3 +281,14 @@ def test_image_classes_separate_by_colour(samples):
     centroids = np.stack([train[train_labels == k].mean(0) for k in range(3)])
     predicted = np.argmin(((test[:, None] - centroids[None]) ** 2).sum(-1), axis=1)
     assert np.mean(predicted == test_labels) > 0.9
+
+
+def test_train_rows_sets_the_size_of_the_training_files(tmp_path):
+    manifest = write_samples(tmp_path / "samples", train_rows=30)
+    assert manifest["train_rows"] == 30
+    for task in ("glue/mrpc", "glue/mnli", "snli", "swag"):
+        rows, _ = read(tmp_path / "samples", task, "train")
+        assert len(rows) == 30 or (task == "snli" and 25 <= len(rows) < 30), task
+    rows, _ = read(tmp_path / "samples", "glue/mrpc", "dev")
+    assert len(rows) == 100  # evaluation sets keep their size
+    assert main(["data", "samples", "--out", str(tmp_path / "bad"), "--train-rows", "0"]) == 1

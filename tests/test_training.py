@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from tests.harness import REPO, run_in_backend
+from tests.test_optimization import cosine_reference, linear_reference
 from tools.main import main as cli
 from zoo import config as config_lib
 from zoo import training
@@ -137,17 +138,11 @@ def _free_port():
 
 
 def _linear(step, peak, total, warmup):
-    """BERT's schedule, written out: linear warmup from 0, then linear decay to 0."""
-    if step < warmup:
-        return peak * step / warmup
-    return peak * max(0.0, (total - step) / (total - warmup))
+    return linear_reference(peak, total, warmup, step)
 
 
 def _cosine(step, peak, total, warmup):
-    """GPT-1's pretraining schedule: linear warmup, then cosine annealing to 0."""
-    if step < warmup:
-        return peak * step / warmup
-    return peak * 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / (total - warmup))))
+    return cosine_reference(peak, total, warmup, step)
 
 
 @pytest.mark.parametrize("schedule, formula", [("linear", _linear), ("cosine", _cosine)])

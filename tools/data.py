@@ -44,6 +44,8 @@ def register(subparsers):
     samples = commands.add_parser("samples", help="write small learnable datasets in every format")
     samples.add_argument("--out", required=True, help="output directory")
     samples.add_argument("--seed", type=int, default=0)
+    samples.add_argument("--train-rows", type=int, default=400,
+                         help="training rows of the sentence-level and multiple-choice sets")
     samples.set_defaults(func=run_samples)
 
     check = commands.add_parser(
@@ -84,7 +86,9 @@ def run_pretrain(args):
 def run_samples(args):
     from zoo.data.samples import write_samples
 
-    manifest = write_samples(args.out, seed=args.seed)
+    if args.train_rows < 1:
+        raise ValueError(f"--train-rows must be >= 1, got {args.train_rows}")
+    manifest = write_samples(args.out, seed=args.seed, train_rows=args.train_rows)
     size = sum(os.path.getsize(os.path.join(root, name))
                for root, _, names in os.walk(args.out) for name in names)
     print(f"wrote {len(manifest['tasks'])} sample datasets and a pretraining corpus to "

@@ -1,7 +1,7 @@
 """`zoo demo`: fine-tune a small BERT on the sample MRPC data and print its dev metrics.
 
 The main job of `make demo`, end to end on this machine in a few minutes: write the sample
-datasets (`zoo data samples`), learn a WordPiece vocabulary on them (`zoo data vocab`),
+datasets (`zoo data samples --train-rows 4000`), learn a WordPiece vocabulary on them (`zoo data vocab`),
 train bert_tiny on MRPC with `zoo train --experiment bert/glue_mrpc` (model.fit, the AdamW
 schedule, TensorBoard logs, best checkpoint), then print the dev accuracy and F1 and where the
 run directory is. `zoo demo --models` prints the table of every preset instead.
@@ -13,12 +13,17 @@ import time
 
 import numpy as np
 
-# The experiment the demo runs: bert/glue_mrpc, sized for two CPU cores. A random-init model
-# has no pretrained knowledge, so it needs more epochs and a larger learning rate than the
-# paper's fine-tuning from a pretrained checkpoint.
-DEMO_OVERRIDES = ["model.preset=bert_tiny", "data.sequence_length=48", "train.epochs=40",
-                  "train.learning_rate=1e-3", "train.batch_size=32", "train.warmup_fraction=0.1",
-                  "train.eval_every=65", "train.deterministic=false"]
+# The experiment the demo runs: bert/glue_mrpc, sized for two CPU cores. A randomly initialized
+# model has none of the knowledge a pretrained checkpoint brings: telling whether the second
+# sentence changed the first one's company, city or day has to be learnt from the pairs alone,
+# which takes 4,000 of them, 4 attention heads, no dropout or weight decay and 2,000 steps at
+# lr 5e-4 (measured: 1e-3 stalls near 0.6 accuracy, 2 heads reach 0.77, 400 rows ~0.6).
+TRAIN_ROWS = 4000
+DEMO_OVERRIDES = ["model.preset=bert_tiny", "model.backbone.num_heads=4", "model.dropout=0",
+                  "model.backbone.dropout=0", "model.backbone.attention_dropout=0",
+                  "data.sequence_length=40", "train.batch_size=32", "train.steps=2000",
+                  "train.learning_rate=5e-4", "train.warmup_fraction=0.1",
+                  "train.weight_decay=0", "train.eval_every=500", "train.deterministic=false"]
 
 
 def register(subparsers):
@@ -53,7 +58,7 @@ def run(args):
     vocab = os.path.join(args.out, "vocab")
     run_dir = os.path.join(args.out, "mrpc")
     if not os.path.isfile(os.path.join(samples, "manifest.json")):
-        write_samples(samples)
+        write_samples(samples, train_rows=TRAIN_ROWS)
     if not os.path.isfile(os.path.join(vocab, "vocab.txt")):
         train_vocabulary([os.path.join(samples, "corpus", "corpus.txt"),
                           os.path.join(samples, LAYOUT["glue/mrpc"]["train"])],

@@ -18,14 +18,13 @@ example with its 0-based number and the predicted label (or score), in any order
 """
 
 import math
-import os
-import tempfile
 
 import numpy as np
 from scipy import stats
 from sklearn import metrics as sklearn_metrics
 
 from zoo.data import TASKS, DataError, read_examples
+from zoo.files import write_text
 
 # Task -> metric names; the first is the main one (GLUE paper, BERT Table 1).
 METRICS = {
@@ -100,18 +99,7 @@ def write_predictions(path, predictions):
         if set(text) & set("\t\r\n"):
             raise ValueError(f"prediction {index} has a tab or line break: {text!r}")
         rows.append(f"{index}\t{text}")
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as file:
-            file.write("".join(row + "\n" for row in rows))
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; the result is an ordinary file
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    write_text(path, "".join(row + "\n" for row in rows))
 
 
 def _lines(path):

@@ -34,6 +34,7 @@ import numpy as np
 import yaml
 
 from zoo import config as config_lib
+from zoo.files import write_text
 
 RUN_FILES = ("config.yaml", "vocabulary", "logs", "backup", "best.keras", "final.keras",
              "metrics.json", "predictions")
@@ -44,21 +45,6 @@ class TrainingError(RuntimeError):
 
 
 # === Atomic files ===
-
-
-def write_text(path, text):
-    """Write `text` to `path` through a temporary file in the same directory and a rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def save_model(model, path):

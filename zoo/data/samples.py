@@ -75,7 +75,7 @@ MANIFEST = "manifest.json"
 TRAIN, EVAL = 400, 100
 
 
-def write_samples(out, seed=0):
+def write_samples(out, seed=0, train_rows=TRAIN):
     """Write every sample dataset, the pretraining corpus and a manifest under `out`.
 
     The tree is built in a temporary directory next to `out` and renamed into place, so `out`
@@ -86,6 +86,9 @@ def write_samples(out, seed=0):
     Args:
         out: the output directory.
         seed: the same seed writes the same bytes.
+        train_rows: training rows of the sentence(-pair) and multiple-choice datasets (GLUE,
+            SNLI, SciTail, SWAG, Story Cloze); more rows make comparison tasks such as MRPC
+            learnable from random initialization (`zoo demo` uses 4000).
 
     Returns:
         The manifest: {"seed", "tasks": {task: {split: path under out}}, "corpus"}.
@@ -106,9 +109,9 @@ def write_samples(out, seed=0):
     tmp = tempfile.mkdtemp(prefix=".samples-", dir=parent)
     try:
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; the result is an ordinary directory
-        for write in _WRITERS:
-            write(tmp, random.Random(f"{seed}/{write.__name__}"))  # one stream per dataset
-        manifest = {"seed": seed, "tasks": copy.deepcopy(LAYOUT), "corpus": CORPUS}
+        _write_all(tmp, seed, train_rows)
+        manifest = {"seed": seed, "train_rows": train_rows, "tasks": copy.deepcopy(LAYOUT),
+                    "corpus": CORPUS}
         _write_text(os.path.join(tmp, MANIFEST), json.dumps(manifest, indent=2) + "\n")
         if os.path.exists(out):
             old = tmp + ".old"
@@ -125,6 +128,16 @@ def write_samples(out, seed=0):
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return manifest
+
+
+def _write_all(root, seed, train_rows):
+    global TRAIN
+    default, TRAIN = TRAIN, train_rows  # the writers read the row count from TRAIN
+    try:
+        for write in _WRITERS:
+            write(root, random.Random(f"{seed}/{write.__name__}"))  # one stream per dataset
+    finally:
+        TRAIN = default
 
 
 # === File writers ===
