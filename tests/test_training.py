@@ -315,7 +315,7 @@ def test_bad_input_fails_before_training_naming_the_culprit(sample_data, tmp_pat
     code, err = train("train.batch_size=0")
     assert code == 1 and "train.batch_size: must be >= 1" in err
     # A checkpoint of the wrong family, and one of another vocabulary size.
-    import zoo
+    import zoo  # noqa: F401  (registers the zoo classes)
 
     gpt = zoo.models.create("gpt1", num_layers=1, hidden_dim=32, num_heads=2,
                             vocabulary_size=100)

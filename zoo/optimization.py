@@ -145,6 +145,10 @@ def build_optimizer(learning_rate, total_steps, warmup_steps, schedule="linear",
             optimizer's config: an optimizer restored from a `.keras` file decays every
             variable, so build a new one with this function instead.
 
+    Returns:
+        The AdamW optimizer; under the `mixed_float16` dtype policy it is wrapped in a
+        `keras.optimizers.LossScaleOptimizer`.
+
     Example:
         >>> import keras
         >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
@@ -170,4 +174,7 @@ def build_optimizer(learning_rate, total_steps, warmup_steps, schedule="linear",
         # on JAX and PyTorch but the path ("transformer_layer_0/attention_norm/gamma:0") on
         # TensorFlow, so a pattern set would depend on the backend and on layer names.
         optimizer.exclude_from_weight_decay(var_list=no_decay_variables(model))
+    if keras.config.dtype_policy().name == "mixed_float16":
+        # float16 gradients underflow without loss scaling (dynamic, as Keras does it).
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer

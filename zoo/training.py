@@ -27,7 +27,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 
 import keras
 import numpy as np
@@ -343,7 +342,7 @@ class StepLogger(keras.callbacks.Callback):
         logs = logs or {}
         if step % self.log_every and step != self.schedule.total:
             return
-        optimizer = self.model.optimizer
+        optimizer = getattr(self.model.optimizer, "inner_optimizer", self.model.optimizer)
         rate = optimizer.learning_rate
         if isinstance(optimizer._learning_rate, keras.optimizers.schedules.LearningRateSchedule):
             rate = optimizer._learning_rate(step - 1)  # the rate this step was taken with
@@ -552,7 +551,7 @@ def train(config, run_dir, overwrite=False):
             model = task.build_model()
             schedule = Schedule(train_config, task.steps_per_epoch())
             task.compile(model, total_steps=schedule.total, warmup_steps=schedule.warmup)
-            _build(model, task)
+            _build(model)
         # Everything is checked and built: only now is the run directory written.
         if not resuming:
             create_run_dir(config, run_dir, overwrite)
@@ -619,7 +618,7 @@ def _backup_round(backup_dir):
     return 0
 
 
-def _build(model, task):
+def _build(model):
     """Create the optimizer variables before BackupAndRestore loads a backup into them."""
     if not model.optimizer.built:
         model.optimizer.build(model.trainable_variables)
