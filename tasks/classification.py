@@ -106,7 +106,7 @@ class ClassificationTask:
             }
         return self._cache[path]
 
-    def _label_ids(self, labels, path):
+    def _label_ids(self, labels):
         if self.regression:
             return np.array([[x if x is not None else 0.0] for x in labels], "float32")
         index = {name: i for i, name in enumerate(self.labels)}
@@ -128,7 +128,7 @@ class ClassificationTask:
         n = len(columns["label"])
         batch_size = batch_size or self.config.train.batch_size
         tensors = (tf.constant(columns["sentence1"]), tf.constant(columns["sentence2"]),
-                   tf.constant(self._label_ids(columns["label"], path)))
+                   tf.constant(self._label_ids(columns["label"])))
         seed = self.config.train.seed
         if split == "train" and repeat:
             start = skip_batches * batch_size

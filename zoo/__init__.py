@@ -4,4 +4,4 @@
 from zoo import convert, layers, models, optimization
 
 __version__ = "0.1.0"
-__all__ = ["convert", "layers", "models"]
+__all__ = ["convert", "layers", "models", "optimization"]
