@@ -191,12 +191,7 @@ class ClassificationTask:
 
     def compile(self, model, total_steps=None, warmup_steps=None):
         """Losses, metrics and the AdamW optimizer with its warmup + decay schedule."""
-        from zoo.optimization import build_optimizer
-
         train = self.config.train
-        if total_steps is None:
-            schedule = training.Schedule(train, self.steps_per_epoch())
-            total_steps, warmup_steps = schedule.total, schedule.warmup
         if self.regression:
             losses = {"logits": keras.losses.MeanSquaredError()}
             metrics = {"logits": [keras.metrics.MeanSquaredError(name="mse")]}
@@ -209,10 +204,8 @@ class ClassificationTask:
             losses["lm"] = keras.losses.SparseCategoricalCrossentropy(
                 from_logits=True, reduction="mean_with_sample_weight")
             weights["lm"] = train.lm_weight
-        optimizer = build_optimizer(
-            train.learning_rate, total_steps, warmup_steps, schedule=train.schedule,
-            weight_decay=train.weight_decay, clip_norm=train.clip_norm,
-            epsilon=train.adam_epsilon, model=model)
+        optimizer = training.optimizer(train, model, self.steps_per_epoch(), total_steps,
+                                       warmup_steps)
         model.compile(optimizer=optimizer, loss=losses, loss_weights=weights, metrics=metrics,
                       jit_compile=train.jit_compile)
 
@@ -251,9 +244,16 @@ class ClassificationTask:
                 results[prefix + key] = value
         return (results, predictions) if return_predictions else results
 
-    def write_predictions(self, path, predicted):
-        """GLUE submission TSV (`index<TAB>prediction`), the format `zoo score` reads."""
-        metrics_lib.write_predictions(path, predicted)
+    def write_predictions(self, directory, name, predictions):
+        """`directory/<name>.tsv`, a GLUE submission TSV (`index<TAB>prediction`), the format
+        `zoo score` reads; `predictions` is an entry of `evaluate(return_predictions=True)`.
+
+        Returns:
+            The paths written.
+        """
+        path = os.path.join(directory, f"{name}.tsv")
+        metrics_lib.write_predictions(path, predictions[1])
+        return [path]
 
     def describe(self, predictions, limit):
         """A markdown table of the first dev examples with gold and predicted labels."""

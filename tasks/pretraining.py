@@ -73,16 +73,9 @@ class _Pretraining:
         return ds if repeat else ds.take(self.steps_per_epoch())
 
     def compile_with(self, model, losses, metrics, total_steps, warmup_steps):
-        from zoo.optimization import build_optimizer
-
         train = self.config.train
-        if total_steps is None:
-            schedule = training.Schedule(train, self.steps_per_epoch())
-            total_steps, warmup_steps = schedule.total, schedule.warmup
-        optimizer = build_optimizer(
-            train.learning_rate, total_steps, warmup_steps, schedule=train.schedule,
-            weight_decay=train.weight_decay, clip_norm=train.clip_norm,
-            epsilon=train.adam_epsilon, model=model)
+        optimizer = training.optimizer(train, model, self.steps_per_epoch(), total_steps,
+                                       warmup_steps)
         model.compile(optimizer=optimizer, loss=losses, weighted_metrics=metrics,
                       jit_compile=train.jit_compile)
 
@@ -106,7 +99,7 @@ class _Pretraining:
     def describe(self, predictions, limit):
         return ""
 
-    def write_predictions(self, path, predicted):
+    def write_predictions(self, directory, name, predictions):
         raise ValueError(f"{self.name}: pretraining has no predictions file")
 
 

@@ -14,6 +14,7 @@ file) before anything runs. `resolve(experiment, overrides)` does the three step
 `to_dict(config)` gives what is written to a run directory's config.yaml.
 """
 
+import copy
 import dataclasses
 import os
 import types
@@ -39,6 +40,11 @@ def _field(default, help, *, min=None, max=None, choices=None, factory=None):
 # === Sections ===
 
 
+# BERT Table 7: which hidden states feed the feature-based NER model.
+FEATURES = ("embeddings", "second_to_last", "last", "sum_last_four", "concat_last_four",
+            "sum_all")
+
+
 @dataclasses.dataclass
 class ModelConfig:
     """What to build and where its weights and vocabulary come from."""
@@ -56,6 +62,14 @@ class ModelConfig:
                             min=0.0, max=1.0)
     next_sentence: bool = _field(True, "pretraining: the next-sentence head (BERT Table 5 "
                                  "'No NSP': false)")
+    features: str | None = _field(None, "feature-based NER (BERT Table 7): the frozen encoder's "
+                                  "features fed to a BiLSTM; null: fine-tune the encoder",
+                                  choices=FEATURES)
+    lstm_units: int = _field(768, "feature-based NER: BiLSTM units per direction (BERT 5.3)",
+                             min=1)
+    transfer_layers: int | None = _field(None, "GPT-1 Figure 2 (left): copy only the embeddings "
+                                         "and the first K blocks from init_checkpoint; null: "
+                                         "all", min=0)
 
 
 @dataclasses.dataclass
@@ -84,6 +98,12 @@ class DataConfig:
                                       min=0.0, max=1.0)
     phases: list = _field(None, "pretraining phases [{sequence_length, fraction}, ...]; empty:"
                           " one phase at sequence_length", factory=list)
+    doc_stride: int = _field(128, "SQuAD: tokens between the starts of a context's windows "
+                             "(run_squad.py)", min=1)
+    max_query_length: int = _field(64, "SQuAD: questions are cut to this many tokens", min=1)
+    n_best_size: int = _field(20, "SQuAD: start and end candidates per window (BERT 4.2)",
+                              min=1)
+    max_answer_length: int = _field(30, "SQuAD: longest predicted answer, in tokens", min=1)
 
 
 STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
@@ -108,6 +128,9 @@ class TrainConfig:
                                  "biases", min=0.0)
     clip_norm: float = _field(1.0, "global gradient-norm clipping (0: off)", min=0.0)
     adam_epsilon: float = _field(1e-6, "Adam epsilon (BERT's optimizer: 1e-6)", min=0.0)
+    optimizer: str = _field("adamw", "adamw (BERT, GPT-1) or sgd with momentum (ViT "
+                            "fine-tuning, appendix B.1.1)", choices=("adamw", "sgd"))
+    momentum: float = _field(0.9, "sgd: momentum", min=0.0, max=1.0)
     lm_weight: float = _field(0.5, "GPT-1 fine-tuning: lambda of the auxiliary LM loss "
                               "(L3 = L2 + lambda L1); 0 turns it off", min=0.0)
     eval_every: int | None = _field(None, "steps between evaluations and backups; default: "
@@ -132,6 +155,9 @@ class Experiment:
     model: ModelConfig = _field(None, "model section", factory=ModelConfig)
     data: DataConfig = _field(None, "data section", factory=DataConfig)
     train: TrainConfig = _field(None, "train section", factory=TrainConfig)
+    sweep: dict = _field(None, "run one sub-run per value: {dotted key: [values]}, e.g. "
+                         "{model.features: [last, sum_all]}; results in sweep.json and "
+                         "table.md", factory=dict)
 
 
 # === Loading and checking ===
@@ -206,6 +232,33 @@ def check(config, where="config"):
     if data.phases and abs(sum(p.fraction for p in data.phases) - 1) > 1e-6:
         raise ConfigError(f"{where}: data.phases: fractions must add up to 1, found "
                           f"{[p.fraction for p in data.phases]}")
+    for key, values in config.sweep.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"{where}: sweep.{key}: expected a non-empty list of values, "
+                              f"found {values!r}")
+        if key.split(".")[0] in ("task", "sweep"):
+            raise ConfigError(f"{where}: sweep.{key}: the task and the sweep cannot be swept")
+        for value in values:  # each value must be valid for its key
+            _set(copy.deepcopy(config), key, value, f"{where}: sweep.{key}")
+
+
+def sweep_runs(config):
+    """The sub-runs of `config.sweep`: [(name, config)], one per value (keys in turn).
+
+    Example:
+        >>> config = resolve({"task": "conll2003",
+        ...                   "sweep": {"model.features": ["last", "sum_all"]}})
+        >>> [(name, c.model.features, c.sweep) for name, c in sweep_runs(config)]
+        [('model.features=last', 'last', {}), ('model.features=sum_all', 'sum_all', {})]
+    """
+    runs = []
+    for key, values in config.sweep.items():
+        for value in values:
+            sub = copy.deepcopy(config)
+            sub.sweep = {}
+            _set(sub, key, value, f"sweep.{key}")
+            runs.append((f"{key}={value}", sub))
+    return runs
 
 
 def to_dict(config):

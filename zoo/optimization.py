@@ -128,8 +128,11 @@ def no_decay_variables(model):
 
 def build_optimizer(learning_rate, total_steps, warmup_steps, schedule="linear",
                     weight_decay=0.01, clip_norm=1.0, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-                    model=None):
+                    model=None, optimizer="adamw", momentum=0.9):
     """AdamW with a warmup schedule, global-norm clipping and no decay on LayerNorm or biases.
+
+    `optimizer="sgd"` gives SGD with momentum on the same schedule and clipping instead (ViT
+    fine-tuning, appendix B.1.1: momentum 0.9, no weight decay, clipping at global norm 1).
 
     Args:
         learning_rate: the peak learning rate of the schedule.
@@ -144,6 +147,8 @@ def build_optimizer(learning_rate, total_steps, warmup_steps, schedule="linear",
             `no_decay_variables(model)` from the decay. The exclusion is not part of the
             optimizer's config: an optimizer restored from a `.keras` file decays every
             variable, so build a new one with this function instead.
+        optimizer: "adamw" or "sgd".
+        momentum: SGD's momentum (ignored by AdamW).
 
     Returns:
         The AdamW optimizer; under the `mixed_float16` dtype policy it is wrapped in a
@@ -160,10 +165,20 @@ def build_optimizer(learning_rate, total_steps, warmup_steps, schedule="linear",
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule {schedule!r}: expected one of {', '.join(SCHEDULES)}")
-    optimizer = keras.optimizers.AdamW(
-        learning_rate=SCHEDULES[schedule](learning_rate, total_steps, warmup_steps),
-        weight_decay=weight_decay, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
-        global_clipnorm=clip_norm or None)
+    if optimizer == "sgd":
+        if weight_decay:
+            raise ValueError(f"build_optimizer: sgd takes no weight decay (ViT fine-tuning "
+                             f"uses none), found weight_decay={weight_decay}")
+        optimizer = keras.optimizers.SGD(
+            learning_rate=SCHEDULES[schedule](learning_rate, total_steps, warmup_steps),
+            momentum=momentum, global_clipnorm=clip_norm or None)
+    elif optimizer != "adamw":
+        raise ValueError(f"optimizer {optimizer!r}: expected adamw or sgd")
+    else:
+        optimizer = keras.optimizers.AdamW(
+            learning_rate=SCHEDULES[schedule](learning_rate, total_steps, warmup_steps),
+            weight_decay=weight_decay, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
+            global_clipnorm=clip_norm or None)
     if weight_decay:
         if model is None or not model.weights:
             raise ValueError(f"build_optimizer: weight_decay={weight_decay} needs `model=` (a "

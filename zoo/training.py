@@ -287,6 +287,26 @@ def _scope(train):
                                         f"replica{'s' if replicas > 1 else ''}")
 
 
+# === Optimizer ===
+
+
+def optimizer(train, model, steps_per_epoch, total_steps=None, warmup_steps=None):
+    """The optimizer of a `TrainConfig` for `model`: every task's `compile` calls this.
+
+    AdamW (or SGD, `train.optimizer`) on the warmup + decay schedule of `train`, with its
+    clipping, weight decay and epsilon; the step counts come from `Schedule` unless given.
+    """
+    from zoo.optimization import build_optimizer
+
+    if total_steps is None:
+        schedule = Schedule(train, steps_per_epoch)
+        total_steps, warmup_steps = schedule.total, schedule.warmup
+    return build_optimizer(
+        train.learning_rate, total_steps, warmup_steps, schedule=train.schedule,
+        weight_decay=train.weight_decay, clip_norm=train.clip_norm, epsilon=train.adam_epsilon,
+        model=model, optimizer=train.optimizer, momentum=train.momentum)
+
+
 # === Callbacks ===
 
 
@@ -461,6 +481,8 @@ def evaluate(task, model, run_dir, history, writer, examples_shown):
     writer.flush()
     if metrics.get(main, -math.inf) > best:
         save_model(model, os.path.join(run_dir, "best.keras"))
+        if hasattr(task, "save_extras"):  # what export needs besides the weights (SQuAD's tau)
+            task.save_extras(run_dir, metrics)
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
     print(f"\nstep {step}: {shown}", flush=True)
 
@@ -709,6 +731,8 @@ def evaluate_run(run_dir, split="dev", data=None, checkpoint="best"):
                                           init_checkpoint=None))
     task = tasks.create(config.task, config, check_data=False)
     metrics, predictions = task.evaluate(model, split, path=data, return_predictions=True)
-    for name, (_, predicted) in predictions.items():
-        task.write_predictions(os.path.join(run_dir, "predictions", f"{name}.tsv"), predicted)
+    for name, entry in predictions.items():
+        task.write_predictions(os.path.join(run_dir, "predictions"), name, entry)
+    if hasattr(task, "save_extras") and metrics:
+        task.save_extras(run_dir, metrics)
     return metrics

@@ -1,4 +1,8 @@
-"""The benchmarks' own metrics, and the GLUE predictions file that `zoo score` reads.
+"""The benchmarks' own metrics, and the predictions files that `zoo score` reads.
+
+This module holds the sentence-level metrics (GLUE, SNLI, SciTail) and the `score` entry
+point; each other task family's official scoring is a module beside it, registered in
+`SCORERS`.
 
 Which metric each sentence-level task reports follows the GLUE paper (Wang et al., 2019,
 "GLUE: A Multi-Task Benchmark and Analysis Platform for Natural Language Understanding",
@@ -179,7 +183,7 @@ def _value(path, number, value, labels):
     return score
 
 
-def _score_sentences(task, gold_path, predictions_path):
+def _score_sentences(task, gold_path, predictions_path, **_):
     """Sentence (pair) classification and regression: one label per example."""
     examples = list(read_examples(task, gold_path))
     for i, example in enumerate(examples):
@@ -191,18 +195,21 @@ def _score_sentences(task, gold_path, predictions_path):
     return {**compute(task, gold, predicted), "examples": len(gold)}
 
 
-# Task -> function(task, gold_path, predictions_path) -> metrics; span and tagging tasks,
-# whose predictions files differ, add their own.
+# Task -> function(task, gold_path, predictions_path, **options) -> metrics. Span, tagging and
+# multiple-choice tasks, whose predictions files differ, register their modules' scorers here.
 SCORERS = {task: _score_sentences for task in METRICS}
 
 
-def score(task, gold_path, predictions_path):
+def score(task, gold_path, predictions_path, **options):
     """The metrics of a predictions file against a gold file in the task's official format.
 
     Args:
         task: a task name from `SCORERS`.
         gold_path: the benchmark file with the gold labels (a dev file).
-        predictions_path: a GLUE submission TSV (`write_predictions`, `zoo evaluate`).
+        predictions_path: the task's predictions file as `zoo evaluate` writes it (GLUE: a
+            submission TSV, `write_predictions`).
+        **options: task-specific scoring options (SQuAD v2.0: `na_prob`, a no-answer
+            probability file).
 
     Returns:
         {metric: value, ..., "examples": number of examples}.
@@ -219,4 +226,7 @@ def score(task, gold_path, predictions_path):
     """
     if task not in SCORERS:
         raise ValueError(f"cannot score task {task!r}: expected one of {', '.join(SCORERS)}")
-    return SCORERS[task](task, gold_path, predictions_path)
+    unknown = sorted(key for key, value in options.items() if value is not None)
+    if unknown and task in METRICS:
+        raise ValueError(f"task {task} takes no scoring options, found {', '.join(unknown)}")
+    return SCORERS[task](task, gold_path, predictions_path, **options)
