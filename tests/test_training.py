@@ -444,6 +444,39 @@ def test_seeds_report_mean_and_std_and_feed_the_hparams_dashboard(sample_data, t
     assert seeds == {0.0, 1.0}
 
 
+def test_a_sweep_trains_one_run_per_value_and_writes_the_table(sample_data, tmp_path,
+                                                                 capsys):
+    run_dir = tmp_path / "sweep"
+    experiment = tmp_path / "sweep.yaml"
+    experiment.write_text("task: glue/sst2\nsweep: {train.learning_rate: [0.001, 0.0]}\n")
+    args = ["train", "--experiment", str(experiment), "--run-dir", str(run_dir)]
+    for override in TINY["bert"] + [
+            f"model.vocabulary={sample_data['wordpiece']}",
+            f"data.dir={sample_data['root'] / 'glue' / 'SST-2'}", "data.sequence_length=32",
+            "train.batch_size=32", "train.steps=8", "train.eval_every=4"]:
+        args += ["--set", override]
+    assert cli(args) == 0
+    names = ["train.learning_rate=0.001", "train.learning_rate=0.0"]
+    summary = json.loads((run_dir / "sweep.json").read_text())
+    assert list(summary["runs"]) == names and summary["main_metric"] == "accuracy"
+    for name, rate in zip(names, (0.001, 0.0)):
+        config = yaml.safe_load((run_dir / name / "config.yaml").read_text())
+        assert config["train"]["learning_rate"] == rate and config["sweep"] == {}
+        history = json.loads((run_dir / name / "metrics.json").read_text())
+        best = max(history, key=lambda entry: entry["accuracy"])  # the first best on ties
+        assert summary["runs"][name] == best
+    table = (run_dir / "table.md").read_text().splitlines()
+    assert table[0] == "| run | accuracy | step |" and len(table) == 2 + len(names)
+    assert table[2].startswith(f"| {names[0]} | {summary['runs'][names[0]]['accuracy']:.4f} |")
+    assert capsys.readouterr().out.count("| train.learning_rate=") == 2
+    # Finished sub-runs are kept, not retrained; another experiment in the directory is refused.
+    stamp = os.path.getmtime(run_dir / names[0] / "final.keras")
+    assert cli(args) == 0
+    assert os.path.getmtime(run_dir / names[0] / "final.keras") == stamp
+    assert cli(args + ["--set", "train.batch_size=16"]) == 1
+    assert "holds a different experiment" in capsys.readouterr().err
+
+
 def test_mnli_reports_matched_and_mismatched(sample_data, tmp_path, capsys):
     run_dir = tmp_path / "mnli"
     config = config_lib.resolve("bert/glue_mnli", TINY["bert"] + [

@@ -2,15 +2,20 @@
 
   zoo train --experiment bert/glue_mrpc --set data.dir=/data/MRPC --run-dir runs/mrpc
   zoo train --experiment bert/glue_rte --set data.dir=/data/RTE --run-dir runs/rte --seeds 5
+  zoo train --experiment bert/conll2003_feature_based --set data.dir=/data/conll2003 \
+      --run-dir runs/ner_features        # the experiment's `sweep`: one sub-run per value
 
 The experiment is a YAML file under configs/experiments (named without .yaml) or a path;
-`--set section.key=value` overrides any key. Running the same command again resumes an
+`--set section.key=value` overrides any key. An experiment with a `sweep` key
+({dotted.key: [values]}) trains one sub-run per value in DIR/<key>=<value>/ and writes
+DIR/sweep.json and DIR/table.md. Running the same command again resumes an
 interrupted run; a run directory holding another experiment, or a finished run, is refused
 unless --overwrite is given.
 """
 
 import argparse
 import json
+import os
 import sys
 
 
@@ -39,8 +44,15 @@ def run(args):
     config = config_lib.resolve(args.experiment, args.overrides)
     if args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    if config.sweep and args.seeds > 1:
+        raise ValueError("--seeds and a sweep (the experiment's `sweep` key) do not combine; "
+                         "run the sweep once per seed with --set train.seed=N")
     try:
-        if args.seeds > 1:
+        if config.sweep:
+            result = training.train_sweep(config, args.run_dir, args.overwrite)
+            with open(os.path.join(args.run_dir, "table.md"), encoding="utf-8") as table:
+                print(table.read(), end="")
+        elif args.seeds > 1:
             result = training.train_seeds(config, args.run_dir, args.seeds, args.overwrite)
             shown = {k: v for k, v in result.items() if isinstance(v, dict) and "mean" in v}
             for name, stats in shown.items():

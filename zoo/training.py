@@ -695,6 +695,49 @@ def train_seeds(config, run_dir, seeds, overwrite=False):
     return summary
 
 
+def train_sweep(config, run_dir, overwrite=False):
+    """One run per value of `config.sweep`, in `run_dir/<key>=<value>/`, and a table of them.
+
+    E.g. `sweep: {model.features: [embeddings, last, ...]}` trains the feature-based NER model
+    once per feature combination (BERT Table 7). Each sub-run is an ordinary run directory
+    (resumable; a finished one is kept, not retrained); `run_dir/config.yaml` holds the whole
+    experiment, so another experiment is refused. Each row reports the sub-run's best
+    evaluation by the task's main metric (the checkpoint `zoo evaluate` uses), as Table 7
+    reports dev scores. Writes `run_dir/sweep.json` and `run_dir/table.md`.
+
+    Returns:
+        {"main_metric": ..., "runs": {name: {"step": ..., metrics ...}}}.
+    """
+    import tasks
+
+    runs = config_lib.sweep_runs(config)
+    if os.path.exists(run_dir) and overwrite:
+        shutil.rmtree(run_dir)
+    check_run_dir(config, run_dir, overwrite=False)  # another experiment there is refused
+    if not os.path.isfile(os.path.join(run_dir, "config.yaml")):
+        create_run_dir(config, run_dir, overwrite=False)
+    main = tasks.create(config.task, runs[0][1], check_data=False).main_metric
+    results = {}
+    for name, sub in runs:
+        sub_dir = os.path.join(run_dir, name)
+        if not os.path.isfile(os.path.join(sub_dir, "final.keras")):
+            print(f"sweep {name} ({len(results) + 1} of {len(runs)})", flush=True)
+            train(sub, sub_dir)
+        history = [e for e in read_metrics(sub_dir) if math.isfinite(e.get(main, math.nan))]
+        results[name] = max(history, key=lambda e: e[main]) if history else {}
+    summary = {"main_metric": main, "runs": results}
+    write_text(os.path.join(run_dir, "sweep.json"), json.dumps(summary, indent=1) + "\n")
+    names = [main] + sorted({k for r in results.values() for k in r} - {main, "step"})
+    rows = ["| " + " | ".join(["run"] + names + ["step"]) + " |",
+            "|" + "---|" * (len(names) + 2)]
+    for name, metrics in results.items():
+        cells = [f"{metrics[k]:.4f}" if isinstance(metrics.get(k), float) else
+                 str(metrics.get(k, "")) for k in names + ["step"]]
+        rows.append("| " + " | ".join([name] + cells) + " |")
+    write_text(os.path.join(run_dir, "table.md"), "\n".join(rows) + "\n")
+    return summary
+
+
 # === zoo evaluate ===
 
 
