@@ -31,8 +31,8 @@ TINY_VIT = ["model.preset=vit_tiny16", "model.backbone.image_size=32",
 
 
 def image_overrides(data_dir, *extra):
-    return TINY_VIT + [f"data.dir={data_dir}", "train.batch_size=32", "train.steps=40",
-                       "train.eval_every=20", "train.warmup_steps=4",
+    return TINY_VIT + [f"data.dir={data_dir}", "train.batch_size=32", "train.steps=60",
+                       "train.eval_every=30", "train.warmup_steps=5",
                        "train.learning_rate=0.03", *extra]
 
 
