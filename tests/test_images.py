@@ -158,3 +158,19 @@ def test_fine_tuning_at_a_higher_resolution_interpolates_the_position_embeddings
                         shuffle=False)
     assert np.isfinite(history.history["loss"][-1])
     assert model.input["images"].shape[1:] == (48, 48, 3)
+
+
+def test_the_training_stream_resumes_exactly_and_depends_on_the_seed(sample_data, tmp_path):
+    root = _copy_images(sample_data, tmp_path)  # 12 train images: a pass is 3 batches of 4
+
+    def labels(seed, skip, batches):
+        config = config_lib.resolve({"task": "image_folder"}, image_overrides(
+            root, f"train.seed={seed}", "train.batch_size=4"))
+        ds = tasks.create("image_folder", config).dataset("train", repeat=True,
+                                                          skip_batches=skip)
+        return [y["logits"].numpy().tolist() for _, y, _ in ds.take(batches)]
+
+    stream = labels(0, 0, 8)
+    assert labels(0, 5, 3) == stream[5:]  # resuming at batch 5 continues the same stream
+    assert sorted(sum(stream[:3], [])) == [0] * 4 + [1] * 4 + [2] * 4  # each pass: every image
+    assert labels(1, 0, 8) != stream
