@@ -53,8 +53,8 @@ class ImageClassificationTask:
 
     Example:
         >>> import tasks
-        >>> task = tasks.create("image_folder", {"data": {"dir": "samples/images"},
-        ...                                      "model": {"preset": "vit_tiny16"}})  # doctest: +SKIP
+        >>> config = {"data": {"dir": "samples/images"}, "model": {"preset": "vit_tiny16"}}
+        >>> task = tasks.create("image_folder", config)  # doctest: +SKIP
         >>> model = task.build_model()  # doctest: +SKIP
         >>> task.compile(model)  # doctest: +SKIP
         >>> model.fit(task.dataset("train"), epochs=3)  # doctest: +SKIP

@@ -182,8 +182,8 @@ def load_backbone(model_config, tokenizer, **overrides):
         raise config_lib.ConfigError(
             f"model.init_checkpoint {source}: holds a {type(backbone).__name__}, but "
             f"model.preset {model_config.preset} is a {family.__name__}")
-    size = vocabulary.get("vocabulary_size", getattr(backbone, "vocabulary_size", None))
-    grow = (size - backbone.vocabulary_size) if size is not None else 0
+    size = vocabulary.get("vocabulary_size")
+    grow = size - backbone.vocabulary_size if vocabulary else 0
     gpt_tokens = getattr(tokenizer, "special_tokens", [])
     if grow and not (family is models.GPTBackbone and 0 < grow <= len(gpt_tokens)):
         raise config_lib.ConfigError(

@@ -1,4 +1,4 @@
-"""GPT-1 zero-shot evaluation: a language model scored without fine-tuning (`zoo evaluate --zero-shot`).
+"""GPT-1 zero-shot: a language model scored without fine-tuning (`zoo evaluate --zero-shot`).
 
 Radford et al. 2018, section 5 ("Zero-shot Behaviors", Figure 2 right): "we designed a series
 of heuristic solutions that use the underlying generative model to perform tasks without
