@@ -239,3 +239,21 @@ def test_zero_shot_acceptability_thresholds_the_average_log_probability(
                          "-1000")
     assert result["threshold"] == -1000 and result["threshold_rule"] == "given (--threshold)"
     assert {line.split("\t")[1] for line in lines[1:]} == {"1"}
+
+
+def test_zero_shot_refuses_what_it_cannot_score(language_model, capsys, tmp_path):
+    folder, files = language_model
+
+    def error(*args):
+        assert cli(["evaluate", "--run-dir", str(folder), *args]) == 1
+        return capsys.readouterr().err
+
+    assert "expected one of glue/sst2, glue/cola" in error("--zero-shot", "glue/mrpc",
+                                                           "--data", str(files["glue/sst2"]))
+    assert "--zero-shot needs --data" in error("--zero-shot", "glue/sst2")
+    assert "only glue/cola is thresholded" in error("--zero-shot", "glue/sst2", "--data",
+                                                    str(files["glue/sst2"]), "--threshold", "1")
+    test = tmp_path / "test.tsv"  # CoLA's test file: no labels to tune the threshold on
+    test.write_text("index\tsentence\n0\tThe farmer finds the lamp.\n")
+    assert "no labels to tune the threshold on" in error("--zero-shot", "glue/cola", "--data",
+                                                         str(test))

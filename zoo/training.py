@@ -4,7 +4,7 @@ What every task shares lives here once; a task file (tasks/) only says how its m
 losses and metrics look. `train(config, run_dir)` is `zoo train`:
 
     run_dir/config.yaml      the resolved experiment (written first; a different one is refused)
-    run_dir/vocabulary/      the tokenizer files, so the run is self-contained
+    run_dir/vocabulary/      the tokenizer files, so the run is self-contained (text tasks)
     run_dir/logs/            TensorBoard: train/ (loss, learning rate, per log_every steps),
                              eval/ (dev metrics, dev examples as text), hparams
     run_dir/backup/          keras.callbacks.BackupAndRestore state while training runs

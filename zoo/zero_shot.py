@@ -252,13 +252,16 @@ def evaluate(task, checkpoint, data, out=None, threshold=None, batch_size=8):
     if threshold is not None and task != "glue/cola":
         raise config_lib.ConfigError(f"--threshold: only glue/cola is thresholded, not {task}")
     examples = list(read_examples(task, data))
+    labelled = all(e.get("label") is not None for e in examples)
+    if task == "glue/cola" and threshold is None and not labelled:
+        raise DataError(data, None, "no labels to tune the threshold on",
+                        "a labelled file, or --threshold", "unlabelled examples")
     backbone, tokenizer = load_language_model(checkpoint)
     scorer = Scorer(backbone, tokenizer, batch_size)
     if out is None:
         base = checkpoint if os.path.isfile(os.path.join(checkpoint, "config.yaml")) else "."
         out = os.path.join(base, "predictions", "zero_shot")
     path = os.path.join(out, task.replace("/", "_") + ".tsv")
-    labelled = all(e.get("label") is not None for e in examples)
     result = {"task": task, "examples": len(examples)}
     if task in MULTIPLE_CHOICE:
         chosen, _ = multiple_choice(scorer, examples)
@@ -281,9 +284,6 @@ def evaluate(task, checkpoint, data, out=None, threshold=None, batch_size=8):
         scores = sentence_scores(scorer, [e["sentence1"] for e in examples])
         gold = [e["label"] for e in examples]
         if threshold is None:
-            if not labelled:
-                raise DataError(data, None, "no labels to tune the threshold on",
-                                "a labelled file, or --threshold", "unlabelled examples")
             threshold, _ = best_threshold(scores, gold)
             result["threshold_rule"] = ("tuned on this file to maximise MCC (an oracle "
                                         "threshold: GPT-1 does not give its threshold)")
