@@ -257,3 +257,23 @@ def test_zero_shot_refuses_what_it_cannot_score(language_model, capsys, tmp_path
     test.write_text("index\tsentence\n0\tThe farmer finds the lamp.\n")
     assert "no labels to tune the threshold on" in error("--zero-shot", "glue/cola", "--data",
                                                          str(test))
+
+
+def zero_shot_on_backend(folder, data):
+    """CoLA sentence scores under the current Keras backend (for `run_in_backend`)."""
+    sentences = [e["sentence1"] for e in read_examples("glue/cola", data)]
+    backbone, tokenizer = zero_shot.load_language_model(folder)
+    scores = zero_shot.sentence_scores(zero_shot.Scorer(backbone, tokenizer), sentences)
+    return {"backend": np.array(keras.backend.backend()), "scores": scores}
+
+
+def test_zero_shot_scores_are_the_same_on_jax(language_model):
+    from tests.harness import run_in_backend
+
+    folder, files = language_model
+    result = run_in_backend("jax", "tests.test_gpt_transfer:zero_shot_on_backend", folder,
+                            files["glue/cola"])
+    assert str(result["backend"]) == "jax"
+    np.testing.assert_allclose(result["scores"],
+                               zero_shot_on_backend(folder, files["glue/cola"])["scores"],
+                               atol=1e-4)
