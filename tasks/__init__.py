@@ -9,7 +9,7 @@
 The registry is this one dict; a task family is one file plus its lines here.
 """
 
-from tasks import classification, pretraining
+from tasks import classification, image_classification, pretraining
 
 TASKS = {
     # BERT section 4.1 / GPT-1 section 3.3: sentence(-pair) classification and regression.
@@ -28,6 +28,8 @@ TASKS = {
     # Table 5 "LTR & No NSP" (left-to-right language model).
     "pretrain/masked_lm": pretraining.MaskedLMTask,
     "pretrain/causal_lm": pretraining.CausalLMTask,
+    # ViT sections 3.1-3.2: a linear head on the class token, fine-tuned on an image folder.
+    "image_folder": image_classification.ImageClassificationTask,
 }
 
 

@@ -4,7 +4,7 @@ What every task shares lives here once; a task file (tasks/) only says how its m
 losses and metrics look. `train(config, run_dir)` is `zoo train`:
 
     run_dir/config.yaml      the resolved experiment (written first; a different one is refused)
-    run_dir/vocabulary/      the tokenizer files, so the run is self-contained
+    run_dir/vocabulary/      the tokenizer files, so the run is self-contained (text tasks)
     run_dir/logs/            TensorBoard: train/ (loss, learning rate, per log_every steps),
                              eval/ (dev metrics, dev examples as text), hparams
     run_dir/backup/          keras.callbacks.BackupAndRestore state while training runs
@@ -150,6 +150,13 @@ def load_backbone(model_config, tokenizer, **overrides):
     vocabulary; GPT-1's three fine-tuning tokens, when the checkpoint lacks them, get new
     embedding rows (N(0, 0.02), as the original's `n_special` rows). `model.backbone` and
     `overrides` change constructor arguments (dropout, causal ...) on the loaded weights.
+
+    Two starting points are partial. A ViT checkpoint asked for another `image_size` is
+    `with_image_size(size)`: its position embeddings interpolated to the new patch grid
+    (ViT section 3.2, fine-tuning at a higher resolution). `model.transfer_layers: K` copies
+    only the embeddings and the first K transformer blocks; the later blocks keep the fresh
+    (seeded) initialisation of the preset (GPT-1 Figure 2, left). `tokenizer` is None for
+    models without a vocabulary (ViT).
     """
     from zoo import models
     from zoo.models.presets import PRESETS
@@ -159,10 +166,14 @@ def load_backbone(model_config, tokenizer, **overrides):
                                      f"known: {', '.join(PRESETS)}")
     family = models.BACKBONES[PRESETS[model_config.preset][0]]
     overrides = {**model_config.backbone, **overrides}
-    size = int(tokenizer.vocabulary_size())
+    transfer = model_config.transfer_layers
+    if transfer is not None and not model_config.init_checkpoint:
+        raise config_lib.ConfigError(f"model.transfer_layers {transfer}: copies blocks from "
+                                     "model.init_checkpoint, which is not set")
+    vocabulary = {} if tokenizer is None else {"vocabulary_size": int(tokenizer.vocabulary_size())}
     if not model_config.init_checkpoint:
         try:
-            return models.create(model_config.preset, **{"vocabulary_size": size, **overrides})
+            return models.create(model_config.preset, **{**vocabulary, **overrides})
         except TypeError as error:
             raise config_lib.ConfigError(f"model.backbone: {error}") from None
     source = model_config.init_checkpoint
@@ -171,7 +182,8 @@ def load_backbone(model_config, tokenizer, **overrides):
         raise config_lib.ConfigError(
             f"model.init_checkpoint {source}: holds a {type(backbone).__name__}, but "
             f"model.preset {model_config.preset} is a {family.__name__}")
-    grow = size - backbone.vocabulary_size
+    size = vocabulary.get("vocabulary_size")
+    grow = size - backbone.vocabulary_size if vocabulary else 0
     gpt_tokens = getattr(tokenizer, "special_tokens", [])
     if grow and not (family is models.GPTBackbone and 0 < grow <= len(gpt_tokens)):
         raise config_lib.ConfigError(
@@ -181,12 +193,26 @@ def load_backbone(model_config, tokenizer, **overrides):
     if unknown:
         raise config_lib.ConfigError(f"model.backbone: unknown key(s) {unknown}; "
                                      f"{family.__name__} takes {list(backbone.config_keys)}")
-    if not grow and all(backbone.get_config()[k] == v for k, v in overrides.items()):
+    if transfer is not None and transfer > backbone.num_layers:
+        raise config_lib.ConfigError(
+            f"model.transfer_layers {transfer}: model.init_checkpoint {source} has only "
+            f"{backbone.num_layers} transformer blocks")
+    image_size = overrides.pop("image_size", None)
+    if image_size is not None and image_size != backbone.image_size:
+        # ViT section 3.2: keep the patch size, interpolate the position embeddings in 2-D.
+        backbone = backbone.with_image_size(image_size)
+    unchanged = all(backbone.get_config()[k] == v for k, v in overrides.items())
+    if not grow and unchanged and transfer is None:
         return backbone
-    rebuilt = family.from_config({**backbone.get_config(), **overrides,
-                                  "vocabulary_size": size})
+    rebuilt = family.from_config({**backbone.get_config(), **overrides, **vocabulary})
+    if transfer is not None:
+        # Only the embeddings and blocks 0 .. K-1 are copied; the blocks after them keep the
+        # initialisation `from_config` gave them (seeded by train.seed like any new weight).
+        copied = [w for w in rebuilt.weights if not _in_block(w.path, transfer)]
+    else:
+        copied = rebuilt.weights
     old = {w.path: w for w in backbone.weights}
-    for weight in rebuilt.weights:
+    for weight in copied:
         value = keras.ops.convert_to_numpy(old[weight.path])
         if weight.shape != value.shape:  # the token embedding, grown by the special tokens
             rng = np.random.default_rng(0)
@@ -194,6 +220,14 @@ def load_backbone(model_config, tokenizer, **overrides):
             value = np.concatenate([value, extra.astype(value.dtype)])
         weight.assign(value)
     return rebuilt
+
+
+def _in_block(path, first):
+    """Whether a weight path lies in `transformer_layer_<i>` with i >= first."""
+    for part in path.split("/"):
+        if part.startswith("transformer_layer_") and part[len("transformer_layer_"):].isdigit():
+            return int(part[len("transformer_layer_"):]) >= first
+    return False
 
 
 def _load_checkpoint(path):
@@ -577,7 +611,8 @@ def train(config, run_dir, overwrite=False):
         # Everything is checked and built: only now is the run directory written.
         if not resuming:
             create_run_dir(config, run_dir, overwrite)
-        copy_vocabulary(config.model, run_dir)
+        if getattr(task, "tokenizer", True) is not None:  # image tasks have no vocabulary
+            copy_vocabulary(config.model, run_dir)
         print(f"{config.task}: {type(model).__name__} of {model.count_params():,} parameters,"
               f" {schedule.total} steps of {train_config.batch_size} ({where})"
               f", evaluation every {schedule.eval_every} steps", flush=True)

@@ -29,6 +29,7 @@ from sklearn import metrics as sklearn_metrics
 
 from zoo.data import TASKS, DataError, read_examples
 from zoo.files import write_text
+from zoo.metrics import images
 
 # Task -> metric names; the first is the main one (GLUE paper, BERT Table 1).
 METRICS = {
@@ -198,6 +199,7 @@ def _score_sentences(task, gold_path, predictions_path, **_):
 # Task -> function(task, gold_path, predictions_path, **options) -> metrics. Span, tagging and
 # multiple-choice tasks, whose predictions files differ, register their modules' scorers here.
 SCORERS = {task: _score_sentences for task in METRICS}
+SCORERS["image_folder"] = images.score_image_folder
 
 
 def score(task, gold_path, predictions_path, **options):
@@ -227,6 +229,6 @@ def score(task, gold_path, predictions_path, **options):
     if task not in SCORERS:
         raise ValueError(f"cannot score task {task!r}: expected one of {', '.join(SCORERS)}")
     unknown = sorted(key for key, value in options.items() if value is not None)
-    if unknown and task in METRICS:
+    if unknown and (task in METRICS or task == "image_folder"):
         raise ValueError(f"task {task} takes no scoring options, found {', '.join(unknown)}")
     return SCORERS[task](task, gold_path, predictions_path, **options)

@@ -140,6 +140,8 @@ class ViTClassifier(HeadModel):
     Args:
         backbone: a `zoo.models.ViTBackbone`.
         num_classes: number of classes.
+        logits_only: output only `logits`, as a training head does (the image_folder task),
+            so `model.fit` needs labels for nothing else.
 
     Example:
         >>> import numpy as np, zoo.convert
@@ -149,9 +151,9 @@ class ViTClassifier(HeadModel):
         TensorShape([1, 10])
     """
 
-    config_keys = ("num_classes",)
+    config_keys = ("num_classes", "logits_only")
 
-    def __init__(self, backbone, num_classes, **kwargs):
+    def __init__(self, backbone, num_classes, logits_only=False, **kwargs):
         # === Layers ===
         classifier = ClassificationHead(num_classes, kernel_initializer="zeros",
                                         dtype=backbone.dtype_policy, name="classifier")
@@ -160,11 +162,14 @@ class ViTClassifier(HeadModel):
         inputs = backbone.input
         outputs = dict(backbone(inputs))
         outputs["logits"] = classifier(outputs["sequence_output"][:, 0, :])  # (batch, classes)
+        if logits_only:
+            outputs = {"logits": outputs["logits"]}
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
         # === Config ===
         self.backbone = backbone
         self.num_classes = num_classes
+        self.logits_only = logits_only
         self.classifier = classifier
 
 
