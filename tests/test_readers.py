@@ -577,7 +577,8 @@ def test_conll_bad_lines_skip_their_sentence(tmp_path):
                                                                      "Blackburn NNP I-NP I-PERSON")
     path = write(tmp_path, "train.txt", text)
     with pytest.raises(DataError, match=r"train.txt:6: wrong column count: expected 4 "
-                       r"space-separated columns \(token POS chunk NER\), found 3"):
+                       r"columns \(token POS chunk NER\), as the file's first token line, "
+                       r"found 3"):
         read("conll2003", path)
     examples = read_examples("conll2003", path, skip_bad_rows=True)
     assert [e["words"] for e in examples] == [["BRUSSELS", "1996-08-22"]]
@@ -856,3 +857,55 @@ def test_conll_sentences_round_trip(sentences):
     with tempfile.TemporaryDirectory() as tmp:
         assert read("conll2003", write(tmp, "train.txt", text)) == [
             {"words": [w for w, _ in s], "tags": [t for _, t in s]} for s in sentences]
+
+
+# The two-column `word tag` copies of CoNLL-2003 found in public repositories: each variant
+# written out by hand, with the words and IOB2 tags a reader must give.
+TWO_COLUMN_WORDS = [["EU", "rejects", "German", "call"], ["Peter", "Blackburn", "Paris",
+                                                           "London"]]
+TWO_COLUMN_IOB2 = [["B-ORG", "O", "B-MISC", "O"], ["B-PER", "I-PER", "B-LOC", "B-LOC"]]
+
+
+@pytest.mark.parametrize("separator", [" ", "\t"])
+@pytest.mark.parametrize("scheme", ["IOB1", "IOB2"])
+@pytest.mark.parametrize("docstart", [True, False])
+def test_conll_two_column_layouts(tmp_path, separator, scheme, docstart):
+    tags = {"IOB2": TWO_COLUMN_IOB2,
+            "IOB1": [["I-ORG", "O", "I-MISC", "O"], ["I-PER", "I-PER", "I-LOC", "B-LOC"]]}[scheme]
+    lines = ["-DOCSTART-" + separator + "O", ""] if docstart else []
+    for words, sentence_tags in zip(TWO_COLUMN_WORDS, tags):
+        lines += [w + separator + t for w, t in zip(words, sentence_tags)] + [""]
+    path = write(tmp_path, "test.txt", "\n".join(lines) + "\n")
+    examples = read_examples("conll2003", path, convert_to_iob2=True)
+    assert [e["words"] for e in examples] == TWO_COLUMN_WORDS
+    assert [e["tags"] for e in examples] == TWO_COLUMN_IOB2
+    name = "tab" if separator == "\t" else "space"
+    converted = " (converted to IOB2)" if scheme == "IOB1" else ""
+    assert examples.report.layout == (
+        f"2 columns (word tag), {name}-separated, {scheme} tags{converted}, "
+        f"{'with' if docstart else 'no'} -DOCSTART- lines")
+    # Without conversion the tags are the file's.
+    assert [e["tags"] for e in read_examples("conll2003", path)] == tags
+
+
+def test_conll_layout_is_reported_and_kept_for_the_whole_file(tmp_path, capsys):
+    from tools.main import main as cli
+
+    path = write(tmp_path, "test.txt", "EU\tB-ORG\nrejects\tO\n\nPeter\tB-PER\n")
+    assert cli(["data", "check", "conll2003", str(path)]) == 0
+    assert "read as 2 columns (word tag), tab-separated, IOB2 tags, no -DOCSTART- lines" in (
+        capsys.readouterr().out)
+    four = write(tmp_path, "four.txt", CONLL_IOB1)
+    examples = read_examples("conll2003", four)
+    list(examples)
+    assert examples.report.layout.startswith("4 columns (token POS chunk NER), space-separated, "
+                                             "IOB1 tags")
+    # A four-column line in a two-column file (and the reverse) is a bad row naming the line.
+    mixed = write(tmp_path, "mixed.txt", "EU B-ORG\nrejects VBZ B-VP O\n")
+    with pytest.raises(DataError, match=r"mixed.txt:2: wrong column count: expected 2 columns "
+                       r"\(word tag\), as the file's first token line, found 4"):
+        read("conll2003", mixed)
+    odd = write(tmp_path, "odd.txt", "EU NNP B-ORG\n")
+    with pytest.raises(DataError, match=r"odd.txt:1: wrong column count: expected 2 columns "
+                       r"\(word tag\) or 4 columns \(token POS chunk NER\), found 3"):
+        read("conll2003", odd)

@@ -78,6 +78,7 @@ class Report:
         self.bad_rows = {}  # reason -> [(path, where)] in reading order
         self.rule_skips = {}  # reason -> [(path, where)]
         self.first_errors = {}  # reason -> the first DataError, for its full message
+        self.layout = None  # what the reader detected, for formats with variants (CoNLL)
 
     def bad_row(self, error):
         """Raise `error`, or count it when skipping bad rows."""
@@ -540,34 +541,61 @@ def to_iob2(tags):
             else tag for i, tag in enumerate(tags)]
 
 
+_CONLL_COLUMNS = {2: "2 columns (word tag)", 4: "4 columns (token POS chunk NER)"}
+
+
 def _read_conll2003(path, report, convert_to_iob2=False):
-    """Sentences of `token POS chunk NER` lines; a bad line skips its whole sentence."""
-    words, tags, bad = [], [], False
+    """Sentences of CoNLL lines; a bad line skips its whole sentence.
+
+    Two layouts are read, detected from the file's first token line: the original four
+    columns `token POS chunk NER`, and the two columns `word tag` that many public copies use;
+    either space- or tab-separated, with or without -DOCSTART- lines, IOB1 or IOB2 tags.
+    Every token line must then have the same number of columns. What was read is described
+    in `report.layout` (and logged), e.g. "2 columns (word tag), tab-separated, IOB1 tags".
+    """
+    words, tags, bad, layout = [], [], False, None
+    scheme = {"iob1": False, "docstart": False}
+
+    def sentence():
+        scheme["iob1"] |= any(t.startswith("I-") and (i == 0 or tags[i - 1][2:] != t[2:])
+                              for i, t in enumerate(tags))
+        return {"words": words, "tags": to_iob2(tags) if convert_to_iob2 else tags}
+
     for number, text in _lines(path, report):
         if text is None:
             bad = True
             continue
         fields = text.split()
         if not fields or fields[0] == "-DOCSTART-":
+            scheme["docstart"] |= bool(fields)
             if words and not bad:
-                yield {"words": words, "tags": to_iob2(tags) if convert_to_iob2 else tags}
+                yield sentence()
             words, tags, bad = [], [], False
             continue
-        if len(fields) != 4:
-            error = DataError(path, number, "wrong column count",
-                              "4 space-separated columns (token POS chunk NER)", len(fields))
-        elif fields[3] not in CONLL_TAGS:
+        if layout is None and len(fields) in (2, 4):
+            layout = (len(fields), "tab" if "\t" in text else "space")
+        expected = (f"{_CONLL_COLUMNS[layout[0]]}, as the file's first token line" if layout
+                    else f"{_CONLL_COLUMNS[2]} or {_CONLL_COLUMNS[4]}")
+        if layout is None or len(fields) != layout[0]:
+            error = DataError(path, number, "wrong column count", expected, len(fields))
+        elif fields[-1] not in CONLL_TAGS:
             error = DataError(path, number, "unknown tag", "O, B-TYPE or I-TYPE with TYPE one of "
-                              + ", ".join(ENTITY_TYPES), repr(fields[3]))
+                              + ", ".join(ENTITY_TYPES), repr(fields[-1]))
         else:
             words.append(fields[0])
-            tags.append(fields[3])
+            tags.append(fields[-1])
             continue
         if not bad:  # one count per sentence
             report.bad_row(error)
         bad = True
     if words and not bad:
-        yield {"words": words, "tags": to_iob2(tags) if convert_to_iob2 else tags}
+        yield sentence()
+    if layout:
+        iob1 = scheme["iob1"]
+        report.layout = ", ".join([
+            _CONLL_COLUMNS[layout[0]], f"{layout[1]}-separated",
+            ("IOB1 tags" + (" (converted to IOB2)" if convert_to_iob2 else "")) if iob1
+            else "IOB2 tags", f"{'with' if scheme['docstart'] else 'no'} -DOCSTART- lines"])
 
 
 # === Image folders ===
@@ -725,6 +753,8 @@ class Examples:
             raise DataError(self.path, None, "no examples", "at least one example", "none")
         if report.skipped:
             logger.warning("%s", report)
+        if report.layout:
+            logger.info("%s %s: %s", self.task.name, os.path.basename(self.path), report.layout)
 
     def __repr__(self):
         return f"Examples({self.task.name!r}, {self.path!r})"

@@ -29,7 +29,7 @@ from sklearn import metrics as sklearn_metrics
 
 from zoo.data import TASKS, DataError, read_examples
 from zoo.files import write_text
-from zoo.metrics import images
+from zoo.metrics import conll, images
 
 # Task -> metric names; the first is the main one (GLUE paper, BERT Table 1).
 METRICS = {
@@ -200,6 +200,7 @@ def _score_sentences(task, gold_path, predictions_path, **_):
 # multiple-choice tasks, whose predictions files differ, register their modules' scorers here.
 SCORERS = {task: _score_sentences for task in METRICS}
 SCORERS["image_folder"] = images.score_image_folder
+SCORERS["conll2003"] = conll.score_conll
 
 
 def score(task, gold_path, predictions_path, **options):
@@ -229,6 +230,6 @@ def score(task, gold_path, predictions_path, **options):
     if task not in SCORERS:
         raise ValueError(f"cannot score task {task!r}: expected one of {', '.join(SCORERS)}")
     unknown = sorted(key for key, value in options.items() if value is not None)
-    if unknown and (task in METRICS or task == "image_folder"):
+    if unknown and (task in METRICS or task in ("image_folder", "conll2003")):
         raise ValueError(f"task {task} takes no scoring options, found {', '.join(unknown)}")
     return SCORERS[task](task, gold_path, predictions_path, **options)
