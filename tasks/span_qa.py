@@ -107,6 +107,10 @@ class SpanQATask:
         """The doc-stride windows of a split (or file), `zoo.data.squad.squad_windows`."""
         return self._read(split, path)[1]
 
+    def report(self, split, path=None):
+        """The reader's `Report` of a split (or file): the bad rows skipped and why."""
+        return self._read(split, path)[2]
+
     def _read(self, split, path):
         path = path or self.path(split)
         if path not in self._cache:
@@ -121,7 +125,7 @@ class SpanQATask:
                                 "context and answer fit the tokenizer and window",
                                 str(error)) from None
             self._cache[path] = (examples, windows, read.report)
-        return self._cache[path][:2]
+        return self._cache[path]
 
     def steps_per_epoch(self):
         """Optimizer steps in one pass over the training windows."""
@@ -183,7 +187,7 @@ class SpanQATask:
 
     def predict(self, model, split="dev", path=None):
         """{id: (answer text, s_best, s_null)} for the questions of a split or file."""
-        examples, windows = self._read(split, path)
+        examples, windows, _ = self._read(split, path)
         ds = self.dataset(split, path, batch_size=self.config.train.batch_size)
         logits = model.predict(ds.map(lambda x, _: x), verbose=0)
         data = self.config.data
