@@ -169,7 +169,10 @@ class SpanQATask:
         """The BERT backbone of `model.preset` / `model.init_checkpoint` with S and E."""
         from zoo import models
 
-        return models.BertSpanQA(training.load_backbone(self.config.model, self.tokenizer))
+        # S and E read the token vectors only: no pooler (transformers' BertForQuestionAnswering
+        # has none either), so no weight goes without a gradient.
+        backbone = training.load_backbone(self.config.model, self.tokenizer, pooler=False)
+        return models.BertSpanQA(backbone)
 
     def compile(self, model, total_steps=None, warmup_steps=None):
         """Mean of the start and end cross-entropies (run_squad.py), AdamW + schedule."""
