@@ -253,10 +253,12 @@ def test_squad_v2_threshold_search_keeps_all_unanswered_and_forces_empty_above_o
     assert (result["exact"], result["f1"]) == (50.0, 50.0)
 
 
-def test_squad_v2_missing_predictions_are_wrong_and_counted():
+def test_squad_v2_missing_predictions_are_wrong_and_counted(caplog):
     # a1 right; n1 has no prediction: wrong (not "" by default) -> 1 of 2 = 50. The search
     # starts at 0 (no answered unanswerable question), a1 +1 -> 1 at thresh 0.0: 50.
-    result = squad_metrics.squad_v2({"a1": ["x"], "n1": []}, {"a1": "x"}, {"a1": 0.0})
+    with caplog.at_level("WARNING", logger="zoo.metrics"):
+        result = squad_metrics.squad_v2({"a1": ["x"], "n1": []}, {"a1": "x"}, {"a1": 0.0})
+    assert "no prediction for 1 of 2 questions" in caplog.text
     assert result["exact"] == 50.0 and result["total"] == 2 and result["missing"] == 1
     assert result["NoAns_exact"] == 0.0
     assert (result["best_exact"], result["best_exact_thresh"]) == (50.0, 0.0)
