@@ -196,9 +196,9 @@ def read_gold(path):
     document = _load(path, "a SQuAD JSON document")
     gold = {}
     try:
-        for a, article in enumerate(document["data"]):
-            for p, paragraph in enumerate(article["paragraphs"]):
-                for q, qa in enumerate(paragraph["qas"]):
+        for article in document["data"]:
+            for paragraph in article["paragraphs"]:
+                for qa in paragraph["qas"]:
                     gold[qa["id"]] = [answer["text"] for answer in qa["answers"]]
     except (KeyError, TypeError, IndexError) as error:
         raise DataError(path, None, "not a SQuAD file",
