@@ -243,8 +243,8 @@ def test_missing_file_and_unsupported_task(samples, tmp_path, capsys, monkeypatc
     gold_path = samples / LAYOUT["glue/mrpc"]["dev"]
     code, _, err = zoo_score("glue/mrpc", gold_path, tmp_path / "absent.tsv", capsys)
     assert code == 1 and "absent.tsv" in err
-    code, _, err = zoo_score("squad_v1", gold_path, tmp_path / "absent.tsv", capsys)
-    assert code == 1 and "cannot score task 'squad_v1'" in err and "glue/stsb" in err
+    code, _, err = zoo_score("pretrain/masked_lm", gold_path, tmp_path / "absent.tsv", capsys)
+    assert code == 1 and "cannot score task 'pretrain/masked_lm'" in err and "glue/stsb" in err
 
 
 # === write_predictions / read_predictions ===

@@ -5,6 +5,9 @@
 The predictions file is a GLUE submission TSV (`index<TAB>prediction`, one row per gold
 example), as `zoo evaluate` writes it. Prints one JSON object, e.g.
 {"accuracy": 0.84, "examples": 408, "f1": 0.88, "task": "glue/mrpc"}.
+
+  zoo score squad_v2 --gold dev-v2.0.json --predictions runs/squad2/predictions/dev.json \
+      --na-prob runs/squad2/predictions/dev_na_prob.json
 """
 
 import argparse
@@ -18,13 +21,16 @@ def register(subparsers):
     parser.add_argument("task", help="a task name, e.g. glue/mrpc, glue/stsb, snli")
     parser.add_argument("--gold", required=True,
                         help="the benchmark file with the labels, in its official format")
-    parser.add_argument("--predictions", required=True, help="index<TAB>prediction TSV")
+    parser.add_argument("--predictions", required=True, help="index<TAB>prediction TSV; "
+                        "SQuAD: the official {id: answer text} JSON")
+    parser.add_argument("--na-prob", default=None, help="squad_v2 only: the official "
+                        "{id: no-answer score} JSON, for the best-threshold search")
     parser.set_defaults(func=run)
 
 
 def run(args):
     from zoo import metrics
 
-    result = metrics.score(args.task, args.gold, args.predictions)
+    result = metrics.score(args.task, args.gold, args.predictions, na_prob=args.na_prob)
     print(json.dumps({**result, "task": args.task}, sort_keys=True))
     return 0

@@ -362,6 +362,9 @@ def _read_squad(version, path, report):
         where = f"{where} (id {qa_id!r})"
         question = _get(qa, "question", str, path, where)
         answers = _get(qa, "answers", list, path, where)
+        if not context.strip():
+            raise DataError(path, where, "empty context", "a paragraph with text",
+                            repr(context))
         if version == 2:
             impossible = _get(qa, "is_impossible", bool, path, where)
         elif qa.get("is_impossible", False) is not False:

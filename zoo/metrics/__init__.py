@@ -29,7 +29,7 @@ from sklearn import metrics as sklearn_metrics
 
 from zoo.data import TASKS, DataError, read_examples
 from zoo.files import write_text
-from zoo.metrics import conll, images
+from zoo.metrics import conll, images, squad
 
 # Task -> metric names; the first is the main one (GLUE paper, BERT Table 1).
 METRICS = {
@@ -201,6 +201,9 @@ def _score_sentences(task, gold_path, predictions_path, **_):
 SCORERS = {task: _score_sentences for task in METRICS}
 SCORERS["image_folder"] = images.score_image_folder
 SCORERS["conll2003"] = conll.score_conll
+SCORERS["squad_v1"] = SCORERS["squad_v2"] = squad.score
+# Task -> the scoring options its scorer takes (`zoo score` flags, as keyword names).
+OPTIONS = {"squad_v2": ("na_prob",)}
 
 
 def score(task, gold_path, predictions_path, **options):
@@ -229,7 +232,10 @@ def score(task, gold_path, predictions_path, **options):
     """
     if task not in SCORERS:
         raise ValueError(f"cannot score task {task!r}: expected one of {', '.join(SCORERS)}")
-    unknown = sorted(key for key, value in options.items() if value is not None)
-    if unknown and (task in METRICS or task in ("image_folder", "conll2003")):
-        raise ValueError(f"task {task} takes no scoring options, found {', '.join(unknown)}")
+    unknown = sorted(key for key, value in options.items()
+                     if value is not None and key not in OPTIONS.get(task, ()))
+    if unknown:
+        users = "; ".join(f"{', '.join('--' + n.replace('_', '-') for n in names)} is for "
+                          f"{name}" for name, names in OPTIONS.items())
+        raise ValueError(f"task {task} takes no scoring option {', '.join(unknown)} ({users})")
     return SCORERS[task](task, gold_path, predictions_path, **options)

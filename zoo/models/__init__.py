@@ -6,8 +6,8 @@ from zoo.models.backbone import Backbone
 from zoo.models.bert import BertBackbone
 from zoo.models.gpt import GPTBackbone
 from zoo.models.head_models import (BertClassifier, BertPretrainer, BertPretrainingModel,
-                                    CausalLanguageModel, GPTClassifier, GPTLanguageModel,
-                                    ViTClassifier)
+                                    BertSpanQA, CausalLanguageModel, GPTClassifier,
+                                    GPTLanguageModel, ViTClassifier)
 from zoo.models.presets import PRESETS
 from zoo.models.vit import ViTBackbone
 
@@ -44,5 +44,5 @@ def create(name, **overrides):
 
 
 __all__ = ["Backbone", "BertBackbone", "BertClassifier", "BertPretrainer", "BertPretrainingModel",
-           "CausalLanguageModel", "GPTBackbone", "GPTClassifier", "GPTLanguageModel",
+           "BertSpanQA", "CausalLanguageModel", "GPTBackbone", "GPTClassifier", "GPTLanguageModel",
            "ViTBackbone", "ViTClassifier", "create", "names"]

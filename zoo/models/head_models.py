@@ -221,6 +221,53 @@ class BertClassifier(HeadModel):
 
 
 @keras.saving.register_keras_serializable(package="zoo")
+class BertSpanQA(HeadModel):
+    """BERT for span QA: `start_positions` and `end_positions` logits (batch, seq).
+
+    BERT section 4.2: "We only introduce a start vector S and an end vector E during
+    fine-tuning. The probability of word i being the start of the answer span is computed as a
+    dot product between T_i and S followed by a softmax over all of the words in the
+    paragraph"; likewise E for the end. S and E are the two columns of one dense layer over
+    `sequence_output` (`cls/squad/output_weights` in `run_squad.py`). Padding positions get a
+    large negative logit so that no softmax and no argmax ever picks them. Section 4.3 (SQuAD
+    2.0): the no-answer span starts and ends at [CLS], position 0.
+
+    Args:
+        backbone: a `zoo.models.BertBackbone`.
+
+    Example:
+        >>> import numpy as np, zoo
+        >>> backbone = zoo.models.create("bert_tiny", num_layers=1, vocabulary_size=50)
+        >>> model = zoo.models.BertSpanQA(backbone)
+        >>> ids = np.array([[2, 7, 3, 9, 3, 0]])
+        >>> out = model({"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids > 0})
+        >>> out["start_positions"].shape, bool(out["end_positions"][0, 5] < -1e8)
+        (TensorShape([1, 6]), True)
+    """
+
+    def __init__(self, backbone, **kwargs):
+        # === Layers ===
+        span = keras.layers.Dense(
+            2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=0.02),
+            dtype=backbone.dtype_policy, name="span")
+
+        # === Functional Model ===
+        inputs = backbone.input
+        logits = span(backbone(inputs)["sequence_output"])  # (batch, seq, 2)
+        # float32 so that the mask value is finite under mixed_float16.
+        logits = ops.cast(logits, "float32")
+        mask = ops.cast(inputs["padding_mask"], "bool")  # (batch, seq)
+        start = ops.where(mask, logits[..., 0], -1e9)  # (batch, seq)
+        end = ops.where(mask, logits[..., 1], -1e9)  # (batch, seq)
+        super().__init__(inputs=inputs, outputs={"start_positions": start,
+                                                 "end_positions": end}, **kwargs)
+
+        # === Config ===
+        self.backbone = backbone
+        self.span = span
+
+
+@keras.saving.register_keras_serializable(package="zoo")
 class GPTClassifier(HeadModel):
     """GPT-1 fine-tuning model: a linear layer on the extract token, plus the LM head.
 
