@@ -4,9 +4,14 @@
   zoo evaluate --run-dir runs/mnli --split dev           # matched and mismatched
   zoo evaluate --run-dir runs/mrpc --data other/dev.tsv  # any file in the official format
 
-Prints one JSON object of metrics and writes RUN/predictions/<split>.tsv (GLUE submission
-format: index<TAB>prediction), which `zoo score` reads. A file without labels (a test set)
-gives predictions only.
+Prints one JSON object of metrics and writes the predictions in the format `zoo score` reads:
+  GLUE, SNLI, SciTail, image_folder  RUN/predictions/<split>.tsv (index<TAB>prediction)
+  squad_v1, squad_v2                 RUN/predictions/<split>.json ({id: answer}); squad_v2
+                                     also <split>_na_prob.json and RUN/null_threshold.json
+  swag, race, story_cloze            RUN/predictions/<split>.tsv (id<TAB>chosen index)
+  conll2003                          RUN/predictions/<split>.txt (the gold file plus a
+                                     predicted-tag column, conlleval's input)
+A file without labels (a test set) gives predictions only.
 
 Zero-shot (GPT-1 section 5, Figure 2 right): a GPT-1 language model, not fine-tuned, scored
 with the paper's heuristics on a benchmark file:
