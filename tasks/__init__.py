@@ -9,7 +9,7 @@
 The registry is this one dict; a task family is one file plus its lines here.
 """
 
-from tasks import classification, pretraining
+from tasks import classification, multiple_choice, pretraining
 
 TASKS = {
     # BERT section 4.1 / GPT-1 section 3.3: sentence(-pair) classification and regression.
@@ -24,6 +24,10 @@ TASKS = {
     "glue/wnli": classification.ClassificationTask,
     "snli": classification.ClassificationTask,
     "scitail": classification.ClassificationTask,
+    # BERT section 4.4 / GPT-1 section 3.3: multiple choice, a softmax over one score a choice.
+    "swag": multiple_choice.MultipleChoiceTask,
+    "race": multiple_choice.MultipleChoiceTask,
+    "story_cloze": multiple_choice.MultipleChoiceTask,
     # BERT section 3.1 (masked LM + next-sentence prediction); GPT-1 section 3.1 and BERT
     # Table 5 "LTR & No NSP" (left-to-right language model).
     "pretrain/masked_lm": pretraining.MaskedLMTask,
