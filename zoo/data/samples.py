@@ -87,8 +87,9 @@ def write_samples(out, seed=0, train_rows=TRAIN):
         out: the output directory.
         seed: the same seed writes the same bytes.
         train_rows: training rows of the sentence(-pair) and multiple-choice datasets (GLUE,
-            SNLI, SciTail, SWAG, Story Cloze); more rows make comparison tasks such as MRPC
-            learnable from random initialization (`zoo demo` uses 4000).
+            SNLI, SciTail, SWAG, Story Cloze; RACE gets train_rows / 2 files of 3 questions);
+            more rows make comparison tasks such as MRPC learnable from random initialization
+            (`zoo demo` uses 4000).
 
     Returns:
         The manifest: {"seed", "tasks": {task: {split: path under out}}, "corpus"}.
@@ -564,7 +565,9 @@ def write_squad(root, rng):
 
 
 def write_race(root, rng):
-    counts = {"train": 60, "dev": 16, "test": 16}
+    # Three questions a file; enough training questions for a small model to learn to find
+    # the stated option in ~100 steps.
+    counts = {"train": TRAIN // 2, "dev": EVAL // 3, "test": EVAL // 3}
     for split, folder in LAYOUT["race"].items():
         for n in range(counts[split]):
             level = "high" if n % 2 else "middle"
