@@ -11,6 +11,7 @@ sklearn.metrics.accuracy_score.
 """
 
 import collections
+import dataclasses
 import json
 import logging
 import os
@@ -159,6 +160,21 @@ def test_gpt_style_is_start_context_question_delim_answer_extract(sample_data):
             assert y["lm"][i, k].numpy().tolist() == padded[1:] + [0]
             assert weights["lm"][i, k].numpy().tolist() == [1.0] * (len(ids) - 1) + [0.0] * (
                 49 - len(ids))
+
+
+def test_training_order_is_a_function_of_seed_and_position(sample_data):
+    # The resume contract: skipping k batches of the endless stream gives batch k onwards.
+    mc = _task(sample_data, "story_cloze", "bert", 32)
+    ids = [x["token_ids"].numpy() for x, *_ in mc.dataset("train", repeat=True).take(30)]
+    resumed = [x["token_ids"].numpy() for x, *_ in
+               mc.dataset("train", repeat=True, skip_batches=27).take(3)]
+    # (27 batches of 32 cross the 400-question epoch boundary.)
+    assert len(resumed) == 3 and all(np.array_equal(a, b) for a, b in zip(ids[27:], resumed))
+    # Another seed, another order.
+    other = dataclasses.replace(mc.config, train=dataclasses.replace(mc.config.train, seed=1))
+    mc.config = other
+    first = next(iter(mc.dataset("train", repeat=True)))[0]["token_ids"].numpy()
+    assert not np.array_equal(first, ids[0])
 
 
 # === zoo score ===
