@@ -9,7 +9,8 @@
 The registry is this one dict; a task family is one file plus its lines here.
 """
 
-from tasks import classification, image_classification, pretraining, span_qa
+from tasks import (classification, image_classification, multiple_choice, pretraining,
+                   span_qa)
 
 TASKS = {
     # BERT section 4.1 / GPT-1 section 3.3: sentence(-pair) classification and regression.
@@ -27,6 +28,10 @@ TASKS = {
     # BERT sections 4.2 and 4.3: answer spans over doc-stride windows, SQuAD's own scoring.
     "squad_v1": span_qa.SpanQATask,
     "squad_v2": span_qa.SpanQATask,
+    # BERT section 4.4 / GPT-1 section 3.3: multiple choice, a softmax over one score a choice.
+    "swag": multiple_choice.MultipleChoiceTask,
+    "race": multiple_choice.MultipleChoiceTask,
+    "story_cloze": multiple_choice.MultipleChoiceTask,
     # BERT section 3.1 (masked LM + next-sentence prediction); GPT-1 section 3.1 and BERT
     # Table 5 "LTR & No NSP" (left-to-right language model).
     "pretrain/masked_lm": pretraining.MaskedLMTask,

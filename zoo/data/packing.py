@@ -119,6 +119,47 @@ def pack_gpt_multiple_choice(context, choices, sequence_length, start_token_id,
                          extract_token_id, pad_token_id) for choice in choices])
 
 
+def pack_bert_multiple_choice(context, choices, sequence_length, cls_token_id, sep_token_id,
+                              pad_token_id=0):
+    """BERT multiple-choice input: `[CLS] context [SEP] choice_k [SEP]` for every k.
+
+    BERT section 4.4 (SWAG): one sequence per choice, sentence A the context, sentence B the
+    choice. The context is truncated first, from its end, so each choice is kept whole (the
+    `truncation="only_first"` of transformers' tokenizers); a choice longer than the whole
+    budget is cut from its end.
+
+    Args:
+        context: the context segment, (batch, None) ragged ids.
+        choices: a list of choice segments (question and answer), one per choice.
+
+    Returns:
+        dict of int32 `token_ids`, `segment_ids`, `padding_mask`, each (batch, num_choices,
+        sequence_length).
+
+    Example:
+        >>> out = pack_bert_multiple_choice(
+        ...     tf.ragged.constant([[5, 6, 7]]), [tf.ragged.constant([[8]]),
+        ...                                       tf.ragged.constant([[8, 9]])], 7, 101, 102)
+        >>> out["token_ids"].numpy().tolist()
+        [[[101, 5, 6, 7, 102, 8, 102], [101, 5, 6, 102, 8, 9, 102]]]
+    """
+    if not choices:
+        raise ValueError("pack_bert_multiple_choice: `choices` is empty")
+    budget = sequence_length - 3  # [CLS], [SEP], [SEP]
+    if budget < 0:
+        raise ValueError(f"sequence_length={sequence_length} cannot hold the 3 special tokens")
+    context = _as_ids(context)
+    outputs = []
+    for choice in choices:
+        choice = _as_ids(choice)
+        keep = tf.maximum(budget - tf.cast(choice.row_lengths(), tf.int32), 0)  # (batch,)
+        positions = tf.ragged.range(tf.cast(context.row_lengths(), tf.int32))
+        kept = tf.ragged.boolean_mask(context, positions < keep[:, tf.newaxis])
+        outputs.append(pack_bert((kept, choice), sequence_length, cls_token_id, sep_token_id,
+                                 pad_token_id))
+    return _stack(outputs)
+
+
 def _pack(segments, sequence_length, start_id, separator_id, end_id, pad_id,
           with_segment_ids=False):
     """start + segment_0 + separator + segment_1 ... + end, truncated, padded to the length."""

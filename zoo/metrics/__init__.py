@@ -29,7 +29,7 @@ from sklearn import metrics as sklearn_metrics
 
 from zoo.data import TASKS, DataError, read_examples
 from zoo.files import write_text
-from zoo.metrics import conll, images, squad
+from zoo.metrics import choices, conll, images, squad
 
 # Task -> metric names; the first is the main one (GLUE paper, BERT Table 1).
 METRICS = {
@@ -202,6 +202,7 @@ SCORERS = {task: _score_sentences for task in METRICS}
 SCORERS["image_folder"] = images.score_image_folder
 SCORERS["conll2003"] = conll.score_conll
 SCORERS["squad_v1"] = SCORERS["squad_v2"] = squad.score
+SCORERS.update({task: choices.score_choices for task in ("swag", "race", "story_cloze")})
 # Task -> the scoring options its scorer takes (`zoo score` flags, as keyword names).
 OPTIONS = {"squad_v2": ("na_prob",)}
 
