@@ -205,11 +205,11 @@ def test_zero_shot_multiple_choice_matches_transformers(task, language_model, re
     assert [line.split("\t") for line in lines[1:]] == [[e["id"], str(c)]
                                                        for e, c in zip(examples, expected)]
     gold = [e["label"] for e in examples]
-    assert result["accuracy"] == pytest.approx(accuracy_score(gold, expected))
+    assert result["accuracy"] == pytest.approx(100 * accuracy_score(gold, expected))
     if task == "race":
         high = [i for i, e in enumerate(examples) if "high" in e["id"]]
-        assert high and result["accuracy_high"] == pytest.approx(
-            accuracy_score([gold[i] for i in high], [expected[i] for i in high]))
+        assert high and result["high_accuracy"] == pytest.approx(
+            100 * accuracy_score([gold[i] for i in high], [expected[i] for i in high]))
 
 
 def test_zero_shot_acceptability_thresholds_the_average_log_probability(

@@ -267,14 +267,10 @@ def evaluate(task, checkpoint, data, out=None, threshold=None, batch_size=8):
         chosen, _ = multiple_choice(scorer, examples)
         rows = ["id\tprediction"] + [f"{e['id']}\t{c}" for e, c in zip(examples, chosen)]
         write_text(path, "".join(row + "\n" for row in rows))
-        if labelled:
-            correct = np.array([e["label"] == c for e, c in zip(examples, chosen)])
-            result["accuracy"] = float(correct.mean())
-            if task == "race":  # GPT-1 Table 3 reports RACE-m and RACE-h apart
-                for level in ("middle", "high"):
-                    part = [c for e, c in zip(examples, correct) if e["id"].startswith(level)]
-                    if part:
-                        result[f"accuracy_{level}"] = float(np.mean(part))
+        if labelled:  # the fine-tuned tasks' scorer: 0-100, RACE-m and RACE-h apart
+            from zoo.metrics import choices
+
+            result.update(choices.score_choices(task, data, path))
     elif task == "glue/sst2":
         predicted, _ = sentiment(scorer, [e["sentence1"] for e in examples])
         metrics_lib.write_predictions(path, predicted)
