@@ -136,18 +136,8 @@ class ImageClassificationTask:
         batch_size = batch_size or self.config.train.batch_size
         paths = tf.constant(columns["path"], tf.string)
         labels = tf.constant(columns["label"], tf.int32)
-        seed = self.config.train.seed
-        if split == "train" and repeat:
-            start = skip_batches * batch_size
-            indices = tf.data.Dataset.range(start, 2 ** 62).map(
-                lambda i: tf.random.experimental.index_shuffle(
-                    i % n, seed=tf.stack([tf.constant(seed, tf.int64), i // n]),
-                    max_index=n - 1))
-        elif split == "train":
-            indices = tf.data.Dataset.range(n).shuffle(n, seed=seed,
-                                                       reshuffle_each_iteration=True)
-        else:
-            indices = tf.data.Dataset.range(n)
+        indices = training.example_order(n, split, self.config.train.seed, batch_size, repeat,
+                                                skip_batches)
         size = self._size()
 
         def load(i):

@@ -144,18 +144,8 @@ class MultipleChoiceTask:
                        for q, options in zip(columns["question"], choices)]
         tensors = (tf.constant(columns["context"]), tf.constant(columns["question"]),
                    tf.constant(choices), tf.constant(labels))
-        seed = self.config.train.seed
-        if split == "train" and repeat:
-            start = skip_batches * batch_size
-            indices = tf.data.Dataset.range(start, 2 ** 62).map(
-                lambda i: tf.random.experimental.index_shuffle(
-                    i % n, seed=tf.stack([tf.constant(seed, tf.int64), i // n]),
-                    max_index=n - 1))
-        elif split == "train":
-            indices = tf.data.Dataset.range(n).shuffle(n, seed=seed,
-                                                       reshuffle_each_iteration=True)
-        else:
-            indices = tf.data.Dataset.range(n)
+        indices = training.example_order(n, split, self.config.train.seed, batch_size, repeat,
+                                                skip_batches)
         ds = indices.batch(batch_size)
         ds = ds.map(lambda i: self._encode(*(tf.gather(t, i) for t in tensors)),
                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

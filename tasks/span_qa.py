@@ -145,18 +145,8 @@ class SpanQATask:
         batch_size = batch_size or self.config.train.batch_size
         x = {key: tf.constant(windows[key]) for key in MODEL_INPUTS}
         y = {key: tf.constant(windows[key]) for key in LABELS}
-        seed = self.config.train.seed
-        if split == "train" and repeat:
-            start = skip_batches * batch_size
-            indices = tf.data.Dataset.range(start, 2 ** 62).map(
-                lambda i: tf.random.experimental.index_shuffle(
-                    i % n, seed=tf.stack([tf.constant(seed, tf.int64), i // n]),
-                    max_index=n - 1))
-        elif split == "train":
-            indices = tf.data.Dataset.range(n).shuffle(n, seed=seed,
-                                                       reshuffle_each_iteration=True)
-        else:
-            indices = tf.data.Dataset.range(n)
+        indices = training.example_order(n, split, self.config.train.seed, batch_size, repeat,
+                                                skip_batches)
         ds = indices.batch(batch_size).map(
             lambda i: ({k: tf.gather(v, i) for k, v in x.items()},
                        {k: tf.gather(v, i) for k, v in y.items()}),

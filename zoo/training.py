@@ -321,6 +321,37 @@ def _scope(train):
                                         f"replica{'s' if replicas > 1 else ''}")
 
 
+# === Data order ===
+
+
+def example_order(n, split, seed, batch_size, repeat=False, skip_batches=0):
+    """Example indices of a split, in the order every task feeds them to `model.fit`.
+
+    The train split with `repeat=True` is an endless stream whose order is a pure function of
+    (seed, position): each pass over the n examples is a fresh permutation
+    (`tf.random.experimental.index_shuffle`, seeded by the pass number), so a resumed run
+    that skips `skip_batches` batches sees exactly the batches an uninterrupted run would.
+    Without `repeat` the train split is one pass, reshuffled at every iteration; other splits
+    keep file order, which evaluation relies on.
+
+    Example:
+        >>> order = example_order(5, "train", seed=0, batch_size=2, repeat=True, skip_batches=1)
+        >>> first = example_order(5, "train", seed=0, batch_size=2, repeat=True)
+        >>> [int(i) for i in order.take(3)] == [int(i) for i in first.skip(2).take(3)]
+        True
+    """
+    import tensorflow as tf
+
+    if split == "train" and repeat:
+        start = skip_batches * batch_size
+        return tf.data.Dataset.range(start, 2 ** 62).map(
+            lambda i: tf.random.experimental.index_shuffle(
+                i % n, seed=tf.stack([tf.constant(seed, tf.int64), i // n]), max_index=n - 1))
+    if split == "train":
+        return tf.data.Dataset.range(n).shuffle(n, seed=seed, reshuffle_each_iteration=True)
+    return tf.data.Dataset.range(n)
+
+
 # === Optimizer ===
 
 
