@@ -577,7 +577,7 @@ def test_conll_bad_lines_skip_their_sentence(tmp_path):
                                                                      "Blackburn NNP I-NP I-PERSON")
     path = write(tmp_path, "train.txt", text)
     with pytest.raises(DataError, match=r"train.txt:6: wrong column count: expected 4 "
-                       r"space-separated columns \(token POS chunk NER\), found 3"):
+                       r"space-separated columns \(token POS chunk NER\) as on line 3, found 3"):
         read("conll2003", path)
     examples = read_examples("conll2003", path, skip_bad_rows=True)
     assert [e["words"] for e in examples] == [["BRUSSELS", "1996-08-22"]]

@@ -126,6 +126,8 @@ def run_check(args):
         return 1
     report = examples.report
     print(f"{args.task}: {report.examples} examples in {args.path}")
+    if report.layout:
+        print(f"  layout: {report.layout}")
     if counts:
         print("  " + ", ".join(f"{label} {n}" for label, n in sorted(counts.items(), key=str)))
     if report.skipped:

@@ -78,6 +78,7 @@ class Report:
         self.bad_rows = {}  # reason -> [(path, where)] in reading order
         self.rule_skips = {}  # reason -> [(path, where)]
         self.first_errors = {}  # reason -> the first DataError, for its full message
+        self.layout = None  # what a reader that detects its layout found (CoNLL-2003)
 
     def bad_row(self, error):
         """Raise `error`, or count it when skipping bad rows."""
@@ -540,9 +541,46 @@ def to_iob2(tags):
             else tag for i, tag in enumerate(tags)]
 
 
+def starts_with_inside(tags):
+    """Whether an I- tag starts an entity somewhere (IOB1: after O, another type, or first).
+
+    Example:
+        >>> starts_with_inside(["B-PER", "I-PER", "O"]), starts_with_inside(["O", "I-LOC"])
+        (False, True)
+    """
+    return any(tag.startswith("I-") and (i == 0 or tags[i - 1][2:] != tag[2:])
+               for i, tag in enumerate(tags))
+
+
+# Column count -> (name, index of the word, index of the NER tag). The original CoNLL-2003
+# files have 4 columns; many public copies keep only `word tag`.
+CONLL_LAYOUTS = {4: ("token POS chunk NER", 0, 3), 2: ("word tag", 0, 1)}
+
+
+def conll_layout(path, number, text):
+    """(column count, separator name) of the first data line of a CoNLL file."""
+    fields = text.split()
+    if len(fields) not in CONLL_LAYOUTS:
+        raise DataError(path, number, "unknown layout", "4 columns (token POS chunk NER) or 2 "
+                        "columns (word tag), space- or tab-separated", f"{len(fields)} columns")
+    return len(fields), "tab-separated" if "\t" in text else "space-separated"
+
+
 def _read_conll2003(path, report, convert_to_iob2=False):
-    """Sentences of `token POS chunk NER` lines; a bad line skips its whole sentence."""
-    words, tags, bad = [], [], False
+    """Sentences of a CoNLL-2003 file; a bad line skips its whole sentence.
+
+    The layout (4 columns `token POS chunk NER`, or 2 columns `word tag`; space- or
+    tab-separated) is taken from the first data line and every line must follow it. When the
+    file is read, `report.layout` says what was read ("2 columns (word tag), tab-separated,
+    IOB1"): IOB1 when an I- tag starts an entity anywhere, else IOB2.
+    """
+    words, tags, bad, layout, iob1 = [], [], False, None, False
+
+    def sentence():
+        nonlocal iob1
+        iob1 = iob1 or starts_with_inside(tags)
+        return {"words": words, "tags": to_iob2(tags) if convert_to_iob2 else tags}
+
     for number, text in _lines(path, report):
         if text is None:
             bad = True
@@ -550,24 +588,34 @@ def _read_conll2003(path, report, convert_to_iob2=False):
         fields = text.split()
         if not fields or fields[0] == "-DOCSTART-":
             if words and not bad:
-                yield {"words": words, "tags": to_iob2(tags) if convert_to_iob2 else tags}
+                yield sentence()
             words, tags, bad = [], [], False
             continue
-        if len(fields) != 4:
+        if layout is None:
+            layout = conll_layout(path, number, text) + (number,)
+        columns, separator, first = layout
+        found_separator = "tab-separated" if "\t" in text else "space-separated"
+        if len(fields) != columns or found_separator != separator:
             error = DataError(path, number, "wrong column count",
-                              "4 space-separated columns (token POS chunk NER)", len(fields))
-        elif fields[3] not in CONLL_TAGS:
+                              f"{columns} {separator} columns ({CONLL_LAYOUTS[columns][0]}) as "
+                              f"on line {first}", len(fields) if found_separator == separator
+                              else f"{len(fields)} {found_separator} columns")
+        elif fields[CONLL_LAYOUTS[columns][2]] not in CONLL_TAGS:
             error = DataError(path, number, "unknown tag", "O, B-TYPE or I-TYPE with TYPE one of "
-                              + ", ".join(ENTITY_TYPES), repr(fields[3]))
+                              + ", ".join(ENTITY_TYPES), repr(fields[CONLL_LAYOUTS[columns][2]]))
         else:
             words.append(fields[0])
-            tags.append(fields[3])
+            tags.append(fields[CONLL_LAYOUTS[columns][2]])
             continue
         if not bad:  # one count per sentence
             report.bad_row(error)
         bad = True
     if words and not bad:
-        yield {"words": words, "tags": to_iob2(tags) if convert_to_iob2 else tags}
+        yield sentence()
+    if layout is not None:
+        report.layout = (f"{layout[0]} columns ({CONLL_LAYOUTS[layout[0]][0]}), {layout[1]}, "
+                         + ("IOB1" if iob1 else "IOB2"))
+        logger.info("conll2003 %s: %s", os.path.basename(path), report.layout)
 
 
 # === Image folders ===
