@@ -29,6 +29,7 @@ from sklearn import metrics as sklearn_metrics
 
 from zoo.data import TASKS, DataError, read_examples
 from zoo.files import write_text
+from zoo.metrics import conll
 
 # Task -> metric names; the first is the main one (GLUE paper, BERT Table 1).
 METRICS = {
@@ -198,6 +199,7 @@ def _score_sentences(task, gold_path, predictions_path, **_):
 # Task -> function(task, gold_path, predictions_path, **options) -> metrics. Span, tagging and
 # multiple-choice tasks, whose predictions files differ, register their modules' scorers here.
 SCORERS = {task: _score_sentences for task in METRICS}
+SCORERS["conll2003"] = conll.score_conll
 
 
 def score(task, gold_path, predictions_path, **options):
