@@ -9,7 +9,7 @@
 The registry is this one dict; a task family is one file plus its lines here.
 """
 
-from tasks import classification, pretraining
+from tasks import classification, pretraining, tagging
 
 TASKS = {
     # BERT section 4.1 / GPT-1 section 3.3: sentence(-pair) classification and regression.
@@ -28,6 +28,8 @@ TASKS = {
     # Table 5 "LTR & No NSP" (left-to-right language model).
     "pretrain/masked_lm": pretraining.MaskedLMTask,
     "pretrain/causal_lm": pretraining.CausalLMTask,
+    # BERT section 5.3 and Table 7: CoNLL-2003 NER, fine-tuned or feature-based.
+    "conll2003": tagging.TaggingTask,
 }
 
 
