@@ -86,7 +86,7 @@ def evaluate_tags(gold_sentences, predicted_sentences):
     return result
 
 
-def _sentences(path, extra):
+def _sentences(path, columns=None):
     """(line number, fields, column count or None on blank and -DOCSTART- lines) per line."""
     layout = None
     with open(path, encoding="utf-8") as file:
@@ -96,12 +96,13 @@ def _sentences(path, extra):
                 yield number, fields, None
                 continue
             if layout is None:
-                # The gold file's layout is checked here, the predictions' against the gold.
-                layout = conll_layout(path, number, text)[0] if not extra else len(fields)
+                # The gold file's layout from its first data line; the predictions' is given.
+                layout = columns or conll_layout(path, number, text)[0]
             if len(fields) != layout:
-                raise DataError(path, number, "wrong column count",
-                                f"{layout} columns as on the file's first data line",
-                                len(fields))
+                where = "the gold file's columns and the predicted tag" if columns else \
+                    "on the file's first data line"
+                raise DataError(path, number, "wrong column count", f"{layout} columns as "
+                                f"{where}", len(fields))
             yield number, fields, layout
 
 
@@ -131,8 +132,9 @@ def score_conll(task, gold_path, predictions_path, **_):
         >>> result["precision"], result["recall"], result["PER"]["f1"]
         (100.0, 50.0, 100.0)
     """
-    gold_lines = list(_sentences(gold_path, 0))
-    predicted_lines = list(_sentences(predictions_path, 1))
+    gold_lines = list(_sentences(gold_path))
+    columns = next((layout for _, _, layout in gold_lines if layout), 0)
+    predicted_lines = list(_sentences(predictions_path, columns + 1))
     gold_sentences, predicted_sentences, gold_tags, predicted_tags = [], [], [], []
     for i, (number, fields, layout) in enumerate(gold_lines):
         if i >= len(predicted_lines):
