@@ -97,8 +97,8 @@ def test_feature_combinations_are_frozen_and_match_numpy(features):
 
 def test_feature_based_ner_beats_all_o(sample_data, tmp_path):
     config = config_lib.resolve("bert/conll2003_feature_based", overrides(
-        sample_data, "model.features=concat_last_four", "model.lstm_units=16",
-        "train.epochs=6", "train.learning_rate=1e-2") + ["model.backbone.num_layers=4"])
+        sample_data, "model.features=embeddings", "model.lstm_units=16",
+        "train.epochs=15", "train.learning_rate=1e-2"))
     config.sweep = {}
     metrics = training.train(config, str(tmp_path / "run"))
     assert metrics["f1"] >= 20.0, metrics
