@@ -30,7 +30,7 @@ def test_fine_tuned_ner_beats_all_o_and_zoo_score_reproduces_evaluate(sample_dat
     config = config_lib.resolve("bert/conll2003", overrides(sample_data, "train.epochs=6"))
     metrics = training.train(config, str(run_dir))
     # The all-O baseline finds no entity: F1 0 (conlleval gives 0 when nothing is predicted).
-    assert metrics["f1"] >= 40.0, metrics
+    assert metrics["f1"] >= 80.0, metrics  # measured 99.0
     assert metrics["words_unpredicted"] == 0
     capsys.readouterr()
     assert cli(["evaluate", "--run-dir", str(run_dir)]) == 0
@@ -101,4 +101,4 @@ def test_feature_based_ner_beats_all_o(sample_data, tmp_path):
         "train.epochs=15", "train.learning_rate=1e-2"))
     config.sweep = {}
     metrics = training.train(config, str(tmp_path / "run"))
-    assert metrics["f1"] >= 20.0, metrics
+    assert metrics["f1"] >= 40.0, metrics  # measured 64.8
