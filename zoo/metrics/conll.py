@@ -89,7 +89,7 @@ def evaluate_tags(gold_sentences, predicted_sentences):
 def _sentences(path, columns=None):
     """(line number, fields, column count or None on blank and -DOCSTART- lines) per line."""
     layout = None
-    with open(path, encoding="utf-8") as file:
+    with open(path, encoding="utf-8-sig") as file:  # a leading BOM dropped
         for number, text in enumerate(file, 1):
             fields = text.split()
             if not fields or fields[0] == "-DOCSTART-":
