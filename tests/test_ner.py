@@ -102,3 +102,23 @@ def test_feature_based_ner_beats_all_o(sample_data, tmp_path):
     config.sweep = {}
     metrics = training.train(config, str(tmp_path / "run"))
     assert metrics["f1"] >= 40.0, metrics  # measured 64.8
+
+
+def test_train_stream_resumes_exactly_and_cut_words_are_counted(sample_data):
+    import tasks
+    from zoo.data.ner import _alignment_report
+
+    config = config_lib.resolve("bert/conll2003", overrides(sample_data, "data.sequence_length=8",
+                                                            "train.batch_size=4"))
+    task = tasks.create("conll2003", config)
+    stream = task.dataset("train", repeat=True).take(7)
+    resumed = task.dataset("train", repeat=True, skip_batches=5).take(2)
+    first = [x["token_ids"].numpy() for x, _, _ in stream]
+    assert all(np.array_equal(a, x["token_ids"].numpy())
+               for a, (x, _, _) in zip(first[5:], resumed))
+    model = task.build_model()
+    predicted, unpredicted = task.predict(model, "dev")
+    columns = task.examples("dev")
+    expected = _alignment_report(columns["words"], task.tokenizer, 8).words_unlabelled
+    assert unpredicted == expected > 0
+    assert [len(p) for p in predicted] == [len(w) for w in columns["words"]]
