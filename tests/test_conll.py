@@ -115,7 +115,8 @@ def assert_like_seqeval(gold, predicted):
     assert set(k for k in ours if isinstance(ours[k], dict)) == types | predicted_types
     for kind in types:
         for name in ("precision", "recall", "f1"):
-            assert ours[kind][name] == pytest.approx(100 * report[kind][name.replace("f1", "f1-score")], abs=1e-9)
+            reference = report[kind][name.replace("f1", "f1-score")]
+            assert ours[kind][name] == pytest.approx(100 * reference, abs=1e-9)
         assert ours[kind]["support"] == report[kind]["support"]
 
 

@@ -37,7 +37,8 @@ def test_fine_tuned_ner_beats_all_o_and_zoo_score_reproduces_evaluate(sample_dat
     evaluated = json.loads(capsys.readouterr().out.splitlines()[0])
     gold = sample_data["root"] / LAYOUT["conll2003"]["valid"]
     predictions = run_dir / "predictions" / "valid.txt"
-    gold_lines, predicted_lines = gold.read_text().splitlines(), predictions.read_text().splitlines()
+    gold_lines = gold.read_text().splitlines()
+    predicted_lines = predictions.read_text().splitlines()
     assert len(gold_lines) == len(predicted_lines)
     assert all(p == g if not g.split() or g.startswith("-DOCSTART-")
                else p.rsplit(" ", 1)[0] == g for g, p in zip(gold_lines, predicted_lines))
@@ -122,3 +123,14 @@ def test_train_stream_resumes_exactly_and_cut_words_are_counted(sample_data):
     expected = _alignment_report(columns["words"], task.tokenizer, 8).words_unlabelled
     assert unpredicted == expected > 0
     assert [len(p) for p in predicted] == [len(w) for w in columns["words"]]
+
+
+def test_token_classifier_config_round_trips():
+    backbone = models.create("bert_tiny", num_layers=1, hidden_dim=16, num_heads=2,
+                             intermediate_dim=32, vocabulary_size=40)
+    model = models.BertTokenClassifier(backbone, 9, dropout=0.2)
+    restored = models.BertTokenClassifier.from_config(model.get_config())
+    assert (restored.num_tags, restored.dropout) == (9, 0.2)
+    ids = np.array([[2, 7, 3, 0]])
+    x = {"token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids > 0}
+    assert tuple(restored(x)["logits"].shape) == (1, 4, 9)
