@@ -10,7 +10,7 @@ The registry is this one dict; a task family is one file plus its lines here.
 """
 
 from tasks import (classification, image_classification, multiple_choice, pretraining,
-                   span_qa)
+                   span_qa, tagging)
 
 TASKS = {
     # BERT section 4.1 / GPT-1 section 3.3: sentence(-pair) classification and regression.
@@ -38,6 +38,8 @@ TASKS = {
     "pretrain/causal_lm": pretraining.CausalLMTask,
     # ViT sections 3.1-3.2: a linear head on the class token, fine-tuned on an image folder.
     "image_folder": image_classification.ImageClassificationTask,
+    # BERT section 5.3 and Table 7: CoNLL-2003 NER, fine-tuned or feature-based.
+    "conll2003": tagging.TaggingTask,
 }
 
 

@@ -129,8 +129,8 @@ class ClassificationTask:
         batch_size = batch_size or self.config.train.batch_size
         tensors = (tf.constant(columns["sentence1"]), tf.constant(columns["sentence2"]),
                    tf.constant(self._label_ids(columns["label"])))
-        indices = training.example_order(n, split, self.config.train.seed, batch_size, repeat,
-                                                skip_batches)
+        indices = training.example_order(n, split, self.config.train.seed, batch_size,
+                                         repeat, skip_batches)
         ds = indices.batch(batch_size)
         ds = ds.map(lambda i: self._encode(*(tf.gather(t, i) for t in tensors)),
                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

@@ -136,8 +136,8 @@ class ImageClassificationTask:
         batch_size = batch_size or self.config.train.batch_size
         paths = tf.constant(columns["path"], tf.string)
         labels = tf.constant(columns["label"], tf.int32)
-        indices = training.example_order(n, split, self.config.train.seed, batch_size, repeat,
-                                                skip_batches)
+        indices = training.example_order(n, split, self.config.train.seed, batch_size,
+                                         repeat, skip_batches)
         size = self._size()
 
         def load(i):

@@ -144,8 +144,8 @@ class MultipleChoiceTask:
                        for q, options in zip(columns["question"], choices)]
         tensors = (tf.constant(columns["context"]), tf.constant(columns["question"]),
                    tf.constant(choices), tf.constant(labels))
-        indices = training.example_order(n, split, self.config.train.seed, batch_size, repeat,
-                                                skip_batches)
+        indices = training.example_order(n, split, self.config.train.seed, batch_size,
+                                         repeat, skip_batches)
         ds = indices.batch(batch_size)
         ds = ds.map(lambda i: self._encode(*(tf.gather(t, i) for t in tensors)),
                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

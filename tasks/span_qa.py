@@ -145,8 +145,8 @@ class SpanQATask:
         batch_size = batch_size or self.config.train.batch_size
         x = {key: tf.constant(windows[key]) for key in MODEL_INPUTS}
         y = {key: tf.constant(windows[key]) for key in LABELS}
-        indices = training.example_order(n, split, self.config.train.seed, batch_size, repeat,
-                                                skip_batches)
+        indices = training.example_order(n, split, self.config.train.seed, batch_size,
+                                         repeat, skip_batches)
         ds = indices.batch(batch_size).map(
             lambda i: ({k: tf.gather(v, i) for k, v in x.items()},
                        {k: tf.gather(v, i) for k, v in y.items()}),

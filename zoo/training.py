@@ -769,7 +769,8 @@ def train_sweep(config, run_dir, overwrite=False):
     (resumable; a finished one is kept, not retrained); `run_dir/config.yaml` holds the whole
     experiment, so another experiment is refused. Each row reports the sub-run's best
     evaluation by the task's main metric (the checkpoint `zoo evaluate` uses), as Table 7
-    reports dev scores. Writes `run_dir/sweep.json` and `run_dir/table.md`.
+    reports dev scores. Writes `run_dir/sweep.json` (every metric) and `run_dir/table.md` (the
+    main metric and the other overall scores).
 
     Returns:
         {"main_metric": ..., "runs": {name: {"step": ..., metrics ...}}}.
@@ -793,7 +794,10 @@ def train_sweep(config, run_dir, overwrite=False):
         results[name] = max(history, key=lambda e: e[main]) if history else {}
     summary = {"main_metric": main, "runs": results}
     write_text(os.path.join(run_dir, "sweep.json"), json.dumps(summary, indent=1) + "\n")
-    names = [main] + sorted({k for r in results.values() for k in r} - {main, "step"})
+    # The table shows the main metric and the other overall scores (per-type and count
+    # entries such as PER_f1 or tokens stay in sweep.json).
+    names = [main] + sorted({k for r in results.values() for k, v in r.items()
+                             if isinstance(v, float) and "_" not in k} - {main})
     rows = ["| " + " | ".join(["run"] + names + ["step"]) + " |",
             "|" + "---|" * (len(names) + 2)]
     for name, metrics in results.items():

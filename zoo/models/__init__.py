@@ -5,9 +5,10 @@ import inspect
 from zoo.models.backbone import Backbone
 from zoo.models.bert import BertBackbone
 from zoo.models.gpt import GPTBackbone
-from zoo.models.head_models import (BertClassifier, BertMultipleChoice, BertPretrainer,
-                                    BertPretrainingModel, BertSpanQA, CausalLanguageModel,
-                                    GPTClassifier, GPTLanguageModel, ViTClassifier)
+from zoo.models.head_models import (BertClassifier, BertFeatureTagger, BertMultipleChoice,
+                                    BertPretrainer, BertPretrainingModel, BertSpanQA,
+                                    BertTokenClassifier, CausalLanguageModel, GPTClassifier,
+                                    GPTLanguageModel, HiddenStateFeatures, ViTClassifier)
 from zoo.models.presets import PRESETS
 from zoo.models.vit import ViTBackbone
 
@@ -43,6 +44,7 @@ def create(name, **overrides):
     return cls(**{**config, **overrides})
 
 
-__all__ = ["Backbone", "BertBackbone", "BertClassifier", "BertMultipleChoice", "BertPretrainer",
-           "BertPretrainingModel", "BertSpanQA", "CausalLanguageModel", "GPTBackbone",
-           "GPTClassifier", "GPTLanguageModel", "ViTBackbone", "ViTClassifier", "create", "names"]
+__all__ = ["Backbone", "BertBackbone", "BertClassifier", "BertFeatureTagger", "BertMultipleChoice",
+           "BertPretrainer", "BertPretrainingModel", "BertSpanQA", "BertTokenClassifier",
+           "CausalLanguageModel", "GPTBackbone", "GPTClassifier", "GPTLanguageModel",
+           "HiddenStateFeatures", "ViTBackbone", "ViTClassifier", "create", "names"]

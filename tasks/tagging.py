@@ -1,0 +1,227 @@
+"""Named-entity recognition on CoNLL-2003, fine-tuned and feature-based (BERT style).
+
+BERT section 5.3: "we use the representation of the first sub-token as the input to the
+token-level classifier over the NER label set" with no CRF; `BertTokenClassifier` scores every
+position and the label, loss and accuracy sit on each word's first sub-token (sample weight 1
+there, 0 elsewhere: `zoo.data.ner`). Predictions are read at those positions and mapped back to
+words through `word_ids`; a word with no token (cut off by `data.sequence_length`, or
+tokenizing to nothing) is predicted "O" and counted in `words_unpredicted`.
+
+BERT Table 7 (feature-based): "we use the representation of one or more layers without
+fine-tuning any parameters of BERT ... as input to a randomly initialized two-layer
+768-dimensional BiLSTM before the classification layer". `model.features` picks one of the six
+combinations (`zoo.models.head_models.FEATURES`); null fine-tunes the whole model.
+
+Metrics: the CoNLL-2003 entity-level precision, recall and F1 (0-100, conlleval rules,
+`zoo.metrics.conll`) overall and per type (`PER_f1`, ...); `f1` picks the best checkpoint.
+Predictions files are the conlleval input: the gold file with one more column.
+"""
+
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from zoo import config as config_lib
+from zoo import training
+from zoo.data import read_examples
+from zoo.data.ner import align_tokens
+from zoo.data.readers import CONLL_TAGS
+from zoo.data.samples import LAYOUT
+from zoo.metrics import conll
+
+SPLITS = {"dev": "valid"}  # the contract's "dev" is CoNLL-2003's valid file
+
+
+class TaggingTask:
+    """CoNLL-2003 NER: model, datasets, compile, entity-level evaluation.
+
+    Args:
+        name: "conll2003".
+        config: a `zoo.config.Experiment`.
+        check_data: read the train and valid files now.
+
+    Example:
+        >>> import tasks
+        >>> task = tasks.create("conll2003", {"data": {"dir": "samples/conll2003"},
+        ...                                   "model": {"vocabulary": "vocab"}})  # doctest: +SKIP
+        >>> model = task.build_model()  # doctest: +SKIP
+        >>> task.compile(model)  # doctest: +SKIP
+        >>> task.evaluate(model, "dev")["f1"]  # doctest: +SKIP
+        91.2
+    """
+
+    def __init__(self, name, config, check_data=True):
+        self.name, self.config = name, config
+        self.labels = CONLL_TAGS
+        self.tokenizer = training.load_tokenizer(config.model, gpt=False)
+        self.main_metric = "f1"
+        self._cache = {}
+        if check_data:
+            self.examples("train")
+            self.examples("dev")
+
+    # --- Data ---
+
+    def path(self, split):
+        """The official file of `split` under `data.dir` (train.txt, valid.txt, test.txt)."""
+        split = SPLITS.get(split, split)
+        if not self.config.data.dir:
+            raise config_lib.ConfigError("data.dir: missing; the directory holding the "
+                                         "CoNLL-2003 files")
+        if split not in LAYOUT[self.name]:
+            raise config_lib.ConfigError(f"{self.name} has no split {split!r}; splits: "
+                                         f"{', '.join(LAYOUT[self.name])}")
+        return os.path.join(self.config.data.dir, os.path.basename(LAYOUT[self.name][split]))
+
+    def examples(self, split, path=None):
+        """{"words", "tags" (IOB2), "path", "report"} of a split or file."""
+        path = path or self.path(split)
+        if path not in self._cache:
+            examples = read_examples(self.name, path, convert_to_iob2=True,
+                                     skip_bad_rows=self.config.data.skip_bad_rows)
+            rows = list(examples)
+            self._cache[path] = {"words": [r["words"] for r in rows],
+                                 "tags": [r["tags"] for r in rows],
+                                 "path": path, "report": examples.report}
+        return self._cache[path]
+
+    def steps_per_epoch(self):
+        """Optimizer steps in one pass over the training file."""
+        return -(-len(self.examples("train")["words"]) // self.config.train.batch_size)
+
+    def dataset(self, split, path=None, repeat=False, skip_batches=0, batch_size=None,
+                with_word_ids=False):
+        """Batches `(inputs, {"logits": tag ids}, {"logits": weights})` of a split.
+
+        The train split is shuffled: with `repeat=True` as an endless stream whose order is a
+        pure function of (train.seed, position), so `skip_batches` resumes it exactly;
+        otherwise one pass, reshuffled at every iteration. Other splits keep file order.
+        """
+        columns = self.examples(split, path)
+        n = len(columns["words"])
+        batch_size = batch_size or self.config.train.batch_size
+        index = {tag: i for i, tag in enumerate(self.labels)}
+        words = tf.ragged.constant(columns["words"], dtype=tf.string, row_splits_dtype=tf.int64)
+        tags = tf.ragged.constant([[index[t] for t in s] for s in columns["tags"]],
+                                  dtype=tf.int32, row_splits_dtype=tf.int64)
+        indices = training.example_order(n, split, self.config.train.seed, batch_size,
+                                         repeat, skip_batches)
+        length = self.config.data.sequence_length
+
+        def encode(i):
+            aligned = align_tokens(tf.gather(words, i), self.tokenizer, length)
+            word_tags = tf.pad(tf.gather(tags, i).to_tensor(), [[0, 0], [0, 1]])
+            first = aligned["first_token"]
+            token_tags = tf.gather(word_tags, tf.maximum(aligned["word_ids"], 0), batch_dims=1)
+            keys = ("token_ids", "segment_ids", "padding_mask") + ("word_ids",) * with_word_ids
+            x = {key: aligned[key] for key in keys}
+            return (x, {"logits": token_tags * tf.cast(first, tf.int32)},
+                    {"logits": tf.cast(first, tf.float32)})
+
+        ds = indices.batch(batch_size).map(encode, num_parallel_calls=tf.data.AUTOTUNE,
+                                           deterministic=True)
+        return ds.prefetch(tf.data.AUTOTUNE)
+
+    # --- Model ---
+
+    def build_model(self):
+        """BertTokenClassifier (model.features null) or the feature-based BertFeatureTagger."""
+        from zoo import models
+
+        features = self.config.model.features
+        if features is None:
+            backbone = training.load_backbone(self.config.model, self.tokenizer)
+            return models.BertTokenClassifier(backbone, len(self.labels),
+                                              dropout=self.config.model.dropout)
+        backbone = training.load_backbone(self.config.model, self.tokenizer,
+                                          return_hidden_states=True)
+        return models.BertFeatureTagger(backbone, len(self.labels), features,
+                                        lstm_units=self.config.model.lstm_units,
+                                        dropout=self.config.model.dropout)
+
+    def compile(self, model, total_steps=None, warmup_steps=None):
+        """Cross-entropy averaged over words (first sub-tokens), word accuracy, the optimizer."""
+        train = self.config.train
+        losses = {"logits": keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="mean_with_sample_weight")}
+        metrics = {"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
+        optimizer = training.optimizer(train, model, self.steps_per_epoch(), total_steps,
+                                       warmup_steps)
+        model.compile(optimizer=optimizer, loss=losses, weighted_metrics=metrics,
+                      jit_compile=train.jit_compile)
+
+    # --- Evaluation ---
+
+    def predict(self, model, split="dev", path=None):
+        """(predicted IOB2 tags per sentence, number of words with no token, predicted "O")."""
+        columns = self.examples(split, path)
+        predicted = [["O"] * len(words) for words in columns["words"]]
+        covered = [np.zeros(len(words), bool) for words in columns["words"]]
+        sentence = 0
+        for x, _, _ in self.dataset(split, path, with_word_ids=True):
+            word_ids = x.pop("word_ids").numpy()
+            tags = np.argmax(model.predict_on_batch(x)["logits"], axis=-1)
+            first = x["padding_mask"].numpy() > 0
+            first &= np.concatenate([np.ones_like(word_ids[:, :1], bool),
+                                     word_ids[:, 1:] != word_ids[:, :-1]], axis=1)
+            first &= word_ids >= 0
+            for row in range(len(word_ids)):
+                for position in np.flatnonzero(first[row]):
+                    predicted[sentence][word_ids[row, position]] = self.labels[
+                        tags[row, position]]
+                    covered[sentence][word_ids[row, position]] = True
+                sentence += 1
+        unpredicted = int(sum((~c).sum() for c in covered))
+        return predicted, unpredicted
+
+    def evaluate(self, model, split="dev", path=None, return_predictions=False):
+        """Entity-level precision, recall, F1 (0-100) overall and per type, on a split or file.
+
+        Returns:
+            {"f1", "precision", "recall", "accuracy", "PER_f1", ..., "tokens",
+            "words_unpredicted"}; with
+            `return_predictions=True` also {split: (columns, predicted tags)}.
+        """
+        columns = self.examples(split, path)
+        predicted, unpredicted = self.predict(model, split, path)
+        results = {**conll.entity_scores(columns["tags"], predicted),
+                   "words_unpredicted": unpredicted}
+        return (results, {SPLITS.get(split, split): (columns, predicted)}) if return_predictions \
+            else results
+
+    def write_predictions(self, directory, name, predictions):
+        """`directory/<name>.txt` in the conlleval input format: the gold file's lines with the
+        predicted tag as one more column (blank and -DOCSTART- lines as they are).
+
+        Returns:
+            The paths written.
+        """
+        columns, predicted = predictions
+        if columns["report"].skipped:
+            raise ValueError(f"{columns['path']}: {columns['report']}; the predictions file "
+                             "must keep every line of the gold file")
+        path = os.path.join(directory, f"{name}.txt")
+        conll.write_predictions(columns["path"], predicted, path)
+        return [path]
+
+    def describe(self, predictions, limit):
+        """A markdown table of the first sentences: words, gold and predicted tags."""
+        rows = ["| words | gold | predicted |", "|---|---|---|"]
+        for columns, predicted in predictions.values():
+            for i in range(min(limit, len(predicted))):
+                cells = [" ".join(columns["words"][i]), " ".join(columns["tags"][i]),
+                         " ".join(predicted[i])]
+                rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+            break
+        return "\n".join(rows)
+
+    def phases(self, schedule):
+        """One phase: the whole run on the shuffled train stream."""
+        return [training.Phase(0, schedule.rounds,
+                               lambda skip: self.dataset("train", repeat=True,
+                                                         skip_batches=skip))]
+
+
+__all__ = ["TaggingTask"]
