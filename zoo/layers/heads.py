@@ -97,6 +97,9 @@ class ClassificationHead(keras.layers.Layer):
 
     def __init__(self, num_classes, dropout=0.0, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
+        # Per position on (batch, seq, hidden) inputs too (token tagging after a masked
+        # BiLSTM): the padding mask passes through unchanged.
+        self.supports_masking = True
         self.num_classes = num_classes
         self.dropout = dropout
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
