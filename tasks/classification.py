@@ -136,27 +136,29 @@ class ClassificationTask:
                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         return ds.prefetch(tf.data.AUTOTUNE)
 
-    def _encode(self, sentence1, sentence2, label):
-        """Tokenize and pack one batch (TF ops only)."""
+    def _inputs(self, sentence1, sentence2):
+        """Tokenize and pack a batch of raw sentences into model inputs (TF ops only)."""
         tok, length = self.tokenizer, self.config.data.sequence_length
         first = tok(sentence1)
-        second = tok(sentence2)
         single = self.name in SINGLE_SENTENCE
+        second = None if single else tok(sentence2)
         if not self.gpt:
             segments = first if single else (first, second)
-            x = packing.pack_bert(segments, length, tok.cls_token_id, tok.sep_token_id,
-                                  tok.pad_token_id)
-            return x, {"logits": label}, {"logits": tf.ones(tf.shape(label)[:1])}
+            return packing.pack_bert(segments, length, tok.cls_token_id, tok.sep_token_id,
+                                     tok.pad_token_id)
         start, delimiter, extract = (tok.token_to_id(t) for t in tok.special_tokens)
         if single:
-            x = packing.pack_gpt_classification(first, length, start, extract)
-        elif self.name in SIMILARITY:
-            x = packing.pack_gpt_similarity(first, second, length, start, delimiter, extract)
-        else:
-            x = packing.pack_gpt_entailment(first, second, length, start, delimiter, extract)
+            return packing.pack_gpt_classification(first, length, start, extract)
+        if self.name in SIMILARITY:
+            return packing.pack_gpt_similarity(first, second, length, start, delimiter, extract)
+        return packing.pack_gpt_entailment(first, second, length, start, delimiter, extract)
+
+    def _encode(self, sentence1, sentence2, label):
+        """One batch of `(inputs, labels, sample weights)` for `fit` (TF ops only)."""
+        x = self._inputs(sentence1, sentence2)
         y = {"logits": label}
         weights = {"logits": tf.ones(tf.shape(label)[:1])}
-        if self.config.train.lm_weight:
+        if self.gpt and self.config.train.lm_weight:
             # Next-token targets: position t predicts token t + 1 (GPT-1 eq. 1 on the input).
             ids, mask = x["token_ids"], x["padding_mask"]
             pad = tf.zeros_like(ids[..., :1])
@@ -244,6 +246,41 @@ class ClassificationTask:
         path = os.path.join(directory, f"{name}.tsv")
         metrics_lib.write_predictions(path, predictions[1])
         return [path]
+
+    # --- Export ---
+
+    def serving(self, model, run_dir=None):
+        """Serving signatures (zoo.export): `sentence1` (and `sentence2` for pairs) in;
+        `probabilities` [batch, classes] and `label` [batch] (the label names of the data)
+        out, or `score` [batch] for STS-B. `serving_ids` takes the packed token ids instead.
+        """
+        from zoo import export
+
+        inference = _inference_model(model)
+        outputs = ("score",) if self.regression else ("probabilities", "label")
+        names = tf.constant(self.labels or [""])
+
+        def answer(x):
+            logits = tf.cast(inference(x, training=False)["logits"], tf.float32)
+            if self.regression:
+                return {"score": logits[:, 0]}
+            probabilities = tf.nn.softmax(logits, axis=-1)
+            return {"probabilities": probabilities,
+                    "label": tf.gather(names, tf.argmax(probabilities, axis=-1))}
+
+        def raw(sentence1, sentence2=None):
+            return answer(self._inputs(sentence1, sentence2))
+
+        inputs = {"sentence1": export.text("sentence1")}
+        if self.name not in SINGLE_SENTENCE:
+            inputs["sentence2"] = export.text("sentence2")
+        return {
+            export.DEFAULT: export.Signature(inputs, raw, outputs, "raw sentences in, "
+                                             + " and ".join(outputs) + " out"),
+            export.IDS: export.Signature(export.model_inputs(inference), lambda **x: answer(x),
+                                         outputs, "packed token ids in, "
+                                         + " and ".join(outputs) + " out"),
+        }
 
     def describe(self, predictions, limit):
         """A markdown table of the first dev examples with gold and predicted labels."""

@@ -54,6 +54,87 @@ def forward_saved_model(model_path, inputs_path):
     return to_numpy(model(inputs, training=False))
 
 
+# Runs in a fresh interpreter: imports only tensorflow and tensorflow_text (what TF Serving has),
+# loads a SavedModel and calls one signature per request; an op error is returned, not raised.
+_SERVE = """
+import pickle, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401
+path, requests_path, out_path = sys.argv[1:]
+with open(requests_path, "rb") as f:
+    requests = pickle.load(f)
+model = tf.saved_model.load(path)
+results = []
+for signature, inputs in requests:
+    function = model.signatures[signature]
+    specs = function.structured_input_signature[1]
+    try:
+        outputs = function(**{k: tf.constant(v, specs[k].dtype) for k, v in inputs.items()})
+        results.append({k: v.numpy() for k, v in outputs.items()})
+    except tf.errors.OpError as error:
+        results.append({"error": type(error).__name__ + ": " + error.message})
+leaked = sorted(m for m in sys.modules if m.split(".")[0] in ("zoo", "tasks", "tools", "tests"))
+with open(out_path, "wb") as f:
+    pickle.dump({"results": results, "leaked": leaked}, f)
+"""
+
+
+def serve_fresh(saved_model, requests, signature="serving_default", timeout=600):
+    """Call a SavedModel in a fresh process that imports only tensorflow and tensorflow_text.
+
+    Args:
+        saved_model: an export version directory.
+        requests: a list of {input name: array-like}, or of (signature, inputs) pairs.
+        signature: the signature of requests given without one.
+
+    Returns:
+        One {output name: numpy array} per request, or {"error": "InvalidArgumentError: ..."}
+        when the graph rejected it (the process itself must not crash).
+    """
+    import pickle
+
+    pairs = [r if isinstance(r, tuple) else (signature, r) for r in requests]
+    pairs = [(s, {k: np.asarray(v, dtype=object if _is_text(v) else None)
+                  for k, v in inputs.items()}) for s, inputs in pairs]
+    with tempfile.TemporaryDirectory() as tmp:
+        requests_path, out = os.path.join(tmp, "in.pkl"), os.path.join(tmp, "out.pkl")
+        with open(requests_path, "wb") as f:
+            pickle.dump(pairs, f)
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
+        env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+        proc = subprocess.run([sys.executable, "-c", _SERVE, str(saved_model), requests_path,
+                               out], cwd=tmp, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+        assert proc.returncode == 0, f"the serving process crashed:\n{proc.stderr[-4000:]}"
+        with open(out, "rb") as f:
+            result = pickle.load(f)
+    assert not result["leaked"], f"the SavedModel imported project code: {result['leaked']}"
+    return result["results"]
+
+
+def _is_text(value):
+    flat = np.asarray(value, dtype=object).ravel()
+    return flat.size > 0 and isinstance(flat[0], (str, bytes))
+
+
+def saved_model_signatures(saved_model):
+    """`saved_model_cli show --all` parsed to {signature: (inputs, outputs)} name sets."""
+    import re
+
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    proc = subprocess.run([cli, "show", "--dir", str(saved_model), "--all"],
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    signatures = {}
+    for block in re.split(r"\nsignature_def\['", proc.stdout)[1:]:
+        name = block.split("'", 1)[0]
+        inputs_part, _, outputs_part = block.partition("contains the following output(s):")
+        signatures[name] = (set(re.findall(r"inputs\['([^']+)'\]", inputs_part)),
+                            set(re.findall(r"outputs\['([^']+)'\]", outputs_part)))
+    return signatures
+
+
 def assert_outputs_close(actual, expected, atol, where=""):
     assert set(actual) == set(expected), f"{where}: output keys {set(actual)} != {set(expected)}"
     for key in expected:

@@ -20,6 +20,8 @@ COMMANDS = {
     "train": "tools.train",
     "evaluate": "tools.evaluate",
     "score": "tools.score",
+    "export": "tools.export",
+    "predict": "tools.predict",
 }
 
 

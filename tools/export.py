@@ -1,0 +1,53 @@
+"""`zoo export`: a trained run as one SavedModel that TF Serving serves, raw inputs in.
+
+  zoo export --run-dir runs/mrpc --out exports/mrpc              # exports/mrpc/1, then 2, ...
+  zoo export --run-dir runs/mrpc --out exports/mrpc --version 7 --checkpoint final
+
+Writes BASE/N (TF Serving's versioned layout; N defaults to one more than the highest version
+in BASE) through a temporary directory renamed at the end: an interrupted export leaves no
+version behind. An existing version is never overwritten. Tokenization, packing and
+post-processing are in the graph (TensorFlow and tensorflow-text ops only): `serving_default`
+takes raw text (or image bytes) and returns final answers, `serving_ids` takes token ids (or
+pixels). Runs trained on any Keras backend export (through their .keras file). Prints the
+signatures, the `docker run tensorflow/serving` command and a REST request for it.
+"""
+
+import argparse
+import json
+import os
+
+
+def register(subparsers):
+    parser = subparsers.add_parser("export", help="a run as a SavedModel for TF Serving",
+                                   description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run-dir", required=True, help="the zoo train run directory")
+    parser.add_argument("--out", required=True, metavar="BASE",
+                        help="the model base directory; the export goes to BASE/<version>")
+    parser.add_argument("--version", type=int, default=None,
+                        help="version number (default: one more than the highest in BASE)")
+    parser.add_argument("--checkpoint", choices=("best", "final"), default="best")
+    parser.set_defaults(func=run)
+
+
+def run(args):
+    os.environ["KERAS_BACKEND"] = "tensorflow"  # a graph for TF Serving, whatever trained it
+    from zoo import export
+
+    path = export.export(args.run_dir, args.out, args.version, args.checkpoint,
+                         progress=lambda line: print(f"export: {line}", flush=True))
+    with open(os.path.join(path, export.METADATA), encoding="utf-8") as file:
+        metadata = json.load(file)
+    print(f"exported {metadata['task']} to {path}")
+    for name, signature in metadata["signatures"].items():
+        inputs = ", ".join(f"{k} {v['dtype']}{v['shape']}" for k, v in
+                           signature["inputs"].items())
+        print(f"  {name}: ({inputs}) -> {', '.join(signature['outputs'])}")
+    name = os.path.basename(os.path.abspath(args.out))
+    print("serve it with TF Serving:")
+    print(f"  {export.serving_command(args.out, name)}")
+    example = {key: "..." for key in metadata["signatures"][export.DEFAULT]["inputs"]}
+    print("and ask it (one instance per example):")
+    print(f"  curl -d '{json.dumps({'instances': [example]})}' "
+          f"localhost:8501/v1/models/{name}:predict")
+    return 0

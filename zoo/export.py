@@ -1,0 +1,234 @@
+"""SavedModel export: one model per task, raw inputs in, final answers out, for TF Serving.
+
+`export(run_dir, base)` (`zoo export`) writes `base/<version>/`, TF Serving's versioned layout:
+
+    base/3/saved_model.pb      the graph: tokenizer, packing, model, post-processing
+    base/3/variables/          the weights
+    base/3/zoo_export.json     what was exported: task, run, checkpoint, signatures
+
+Each task describes its serving once (`task.serving(model, run_dir)`: a dict of `Signature`s,
+at least `serving_default` on raw inputs and `serving_ids` on token ids or pixels); this module
+turns the description into SavedModel signatures. Everything in them is TensorFlow or
+tensorflow-text ops, which the stock TF Serving build links; no `tf.py_function`, so a process
+that imports only tensorflow and tensorflow_text serves it.
+
+The version is written to a temporary directory beside the versions (`.tmp-<version>-<pid>`,
+a name TF Serving ignores: it loads only numeric directories) and renamed at the end, so an
+interrupted export never leaves a half-written version; leftovers of dead exports are removed
+by the next one.
+"""
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+METADATA = "zoo_export.json"
+DEFAULT, IDS = "serving_default", "serving_ids"
+_TEMPORARY = re.compile(r"^\.tmp-(\d+)-(\d+)-")
+
+
+@dataclasses.dataclass
+class Signature:
+    """One serving signature: named inputs, a function of them, and its named outputs.
+
+    Args:
+        inputs: {name: tf.TensorSpec}; the names are the signature's input names (an API).
+        fn: `fn(**inputs) -> {name: tensor}` built from TF / tensorflow-text ops.
+        outputs: the output names `fn` returns (checked at export).
+        doc: one line for `zoo_export.json` and the README: what goes in and comes out.
+    """
+
+    inputs: dict
+    fn: callable
+    outputs: tuple
+    doc: str = ""
+
+
+def text(name):
+    """The spec of a [batch] string input."""
+    return tf.TensorSpec([None], tf.string, name=name)
+
+
+def model_inputs(model):
+    """{name: TensorSpec} of a Keras model's inputs, batch dimension free (for `serving_ids`)."""
+    specs = {}
+    for tensor in model.inputs:
+        name = tensor.name.split(":")[0]
+        specs[name] = tf.TensorSpec([None, *tensor.shape[1:]], tensor.dtype, name=name)
+    return specs
+
+
+def float32(outputs):
+    """Float outputs as float32 (a mixed-precision model may give float16 or bfloat16)."""
+    return {key: tf.cast(value, tf.float32) if value.dtype.is_floating else value
+            for key, value in outputs.items()}
+
+
+def ids_signature(model, outputs, doc="the model's outputs on packed token ids"):
+    """`serving_ids`: the model itself on its input tensors; `outputs` names the kept ones."""
+    def fn(**inputs):
+        result = model(inputs, training=False)
+        if not isinstance(result, dict):
+            result = {outputs[0]: result}
+        return float32({key: result[key] for key in outputs})
+
+    return Signature(model_inputs(model), fn, tuple(outputs), doc)
+
+
+def next_version(base):
+    """One more than the highest numeric version directory under `base` (1 if none)."""
+    versions = [int(name) for name in os.listdir(base) if name.isdigit()] \
+        if os.path.isdir(base) else []
+    return max(versions, default=0) + 1
+
+
+def _remove_dead_leftovers(base):
+    for name in os.listdir(base):
+        match = _TEMPORARY.match(name)
+        if not match:
+            continue
+        pid = int(match.group(2))
+        try:
+            os.kill(pid, 0)
+            alive = pid != os.getpid()
+        except ProcessLookupError:
+            alive = False
+        except PermissionError:
+            alive = True
+        if not alive:
+            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+
+
+def load_task(run_dir, checkpoint="best"):
+    """(config, task, model) of a run directory, the task reading the run's own vocabulary."""
+    import tasks
+    from zoo import training
+
+    config, model = training.load_run(run_dir, checkpoint)
+    vocabulary = os.path.join(run_dir, "vocabulary")
+    config = dataclasses.replace(config, model=dataclasses.replace(
+        config.model, vocabulary=vocabulary if os.path.exists(vocabulary) else None,
+        init_checkpoint=None))
+    return config, tasks.create(config.task, config, check_data=False), model
+
+
+def build_archive(task, model, run_dir):
+    """A keras ExportArchive with the task's signatures, and the signatures' descriptions."""
+    import keras
+
+    signatures = task.serving(model, run_dir)
+    missing = {DEFAULT, IDS} - set(signatures)
+    if missing:
+        raise ValueError(f"{type(task).__name__}.serving: no {', '.join(sorted(missing))}")
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    tokenizer = getattr(task, "tokenizer", None)
+    if tokenizer is not None:
+        archive.track(tokenizer)
+    described = {}
+    for name, signature in signatures.items():
+        archive.add_endpoint(name, _endpoint(name, signature),
+                             input_signature=list(signature.inputs.values()))
+        described[name] = {
+            "inputs": {key: {"dtype": spec.dtype.name, "shape": _shape(spec)}
+                       for key, spec in signature.inputs.items()},
+            "outputs": list(signature.outputs), "doc": signature.doc}
+    return archive, described
+
+
+def _shape(spec):
+    return None if spec.shape.rank is None else [d if d is not None else -1
+                                                 for d in spec.shape.as_list()]
+
+
+def _endpoint(name, signature):
+    names = list(signature.inputs)
+
+    batched = [key for key, spec in signature.inputs.items() if spec.shape.rank]
+
+    def endpoint(*args):
+        inputs = dict(zip(names, args))
+        # Inputs with a batch axis must agree on it: TF Serving's row format guarantees that,
+        # the columnar format and gRPC do not.
+        checks = [tf.debugging.assert_equal(
+            tf.shape(inputs[key])[0], tf.shape(inputs[batched[0]])[0],
+            message=f"inputs {batched[0]} and {key} differ in batch size")
+            for key in batched[1:]]
+        with tf.control_dependencies(checks):
+            inputs = {key: tf.identity(value) for key, value in inputs.items()}
+        outputs = signature.fn(**inputs)
+        if set(outputs) != set(signature.outputs):
+            raise ValueError(f"signature {name}: outputs {sorted(outputs)}, described as "
+                             f"{sorted(signature.outputs)}")
+        return outputs
+
+    return endpoint
+
+
+def export(run_dir, base, version=None, checkpoint="best", progress=print):
+    """Export a run's model with its task's signatures to `base/<version>/`; returns the path.
+
+    Args:
+        run_dir: a `zoo train` run directory (any Keras backend: the `.keras` file is read
+            into a TensorFlow graph).
+        base: the model's base directory (TF Serving's `--model_base_path`).
+        version: the version number; default one more than the highest there. An existing
+            version is never overwritten.
+        checkpoint: "best" (falling back to "final") or "final".
+        progress: called with one line per stage.
+
+    Example:
+        >>> export("runs/mrpc", "exports/mrpc")  # doctest: +SKIP
+        'exports/mrpc/1'
+    """
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        raise ValueError(f"export builds a TensorFlow graph: run it with KERAS_BACKEND="
+                         f"tensorflow (found {keras.backend.backend()!r}); runs trained on "
+                         "any backend export through their .keras file")
+    os.makedirs(base, exist_ok=True)
+    _remove_dead_leftovers(base)
+    version = next_version(base) if version is None else int(version)
+    if version < 1:
+        raise ValueError(f"--version {version}: TF Serving versions are positive integers")
+    target = os.path.join(base, str(version))
+    if os.path.exists(target):
+        raise FileExistsError(f"{target} exists; versions are never overwritten (pass another "
+                              "--version, or leave it out for the next one)")
+    progress(f"loading {run_dir} ({checkpoint} checkpoint)")
+    config, task, model = load_task(run_dir, checkpoint)
+    progress(f"tracing the {config.task} signatures")
+    archive, described = build_archive(task, model, run_dir)
+    staging = tempfile.mkdtemp(prefix=f".tmp-{version}-{os.getpid()}-", dir=base)
+    try:
+        progress(f"writing {target}")
+        archive.write_out(staging, verbose=False)
+        metadata = {"task": config.task, "run_dir": os.path.abspath(run_dir),
+                    "checkpoint": checkpoint, "version": version,
+                    "dtype_policy": config.train.mixed_precision or "float32",
+                    "signatures": described}
+        with open(os.path.join(staging, METADATA), "w", encoding="utf-8") as file:
+            json.dump(metadata, file, indent=1)
+        os.chmod(staging, 0o755)
+        os.rename(staging, target)  # atomic: the version appears whole or not at all
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def serving_command(base, name):
+    """The `docker run tensorflow/serving` command serving the versions under `base`."""
+    base = os.path.abspath(base)
+    return (f"docker run --rm -p 8501:8501 -v {base}:/models/{name} -e MODEL_NAME={name} "
+            "tensorflow/serving")
+
+
+__all__ = ["Signature", "export", "ids_signature", "load_task", "model_inputs", "next_version",
+           "serving_command", "text"]
