@@ -1,0 +1,213 @@
+"""`zoo export` and `zoo predict`: versioned atomic SavedModels that answer like `zoo evaluate`.
+
+The exports are loaded in a fresh process that imports only tensorflow and tensorflow_text
+(`tests.harness.serve_fresh`), as TF Serving would run them; the expected answers come from the
+in-process Keras pipeline of the same run (the task's tf.data packing + `model.predict`, whose
+packing is tested against transformers' tokenizers in test_packing.py). The signature names
+are read back with `saved_model_cli show --all`. Classification is covered here; span QA, NER,
+multiple choice, language models and images have their own test_export_*.py modules.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.harness import REPO, saved_model_signatures, serve_fresh
+from tests.test_training import TINY, mrpc
+from tools.main import main as cli
+from zoo import export
+
+
+def _train(sample_data, run_dir, experiment, task_dir, *overrides, family="bert"):
+    vocab = sample_data["wordpiece" if family == "bert" else "bpe"]
+    sets = TINY[family] + [
+        f"data.dir={sample_data['root'] / 'glue' / task_dir}", f"model.vocabulary={vocab}",
+        "data.sequence_length=32", "train.batch_size=16", "train.learning_rate=1e-3",
+        "train.steps=8", "train.eval_every=8", *overrides]
+    args = ["train", "--experiment", experiment, "--run-dir", str(run_dir)]
+    for value in sets:
+        args += ["--set", value]
+    assert cli(args) == 0
+    return run_dir
+
+
+def pipeline(run_dir, split="dev"):
+    """The in-process answers of a run on a dev split: columns, probabilities or scores,
+    labels — what `zoo evaluate` computes."""
+    config, task, model = export.load_task(str(run_dir))
+    from tasks.classification import _inference_model
+
+    columns = task.examples(split)
+    logits = _inference_model(model).predict(task.dataset(split).map(lambda x, *_: x),
+                                             verbose=0)["logits"].astype("float32")
+    labels = task.predict(model, split)
+    return columns, logits, labels
+
+
+@pytest.fixture(scope="module")
+def mrpc_export(sample_data, tmp_path_factory):
+    root = tmp_path_factory.mktemp("export_mrpc")
+    run_dir = _train(sample_data, root / "run", "bert/glue_mrpc", "MRPC")
+    path = export.export(str(run_dir), str(root / "exports" / "mrpc"), progress=lambda _: None)
+    return run_dir, path
+
+
+def _softmax(logits):
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_a_sentence_pair_export_answers_like_the_pipeline(mrpc_export):
+    run_dir, path = mrpc_export
+    assert path.endswith(os.path.join("mrpc", "1"))
+    columns, logits, labels = pipeline(run_dir)
+    [out] = serve_fresh(path, [{"sentence1": columns["sentence1"],
+                                "sentence2": columns["sentence2"]}])
+    assert out["label"].tolist() == [label.encode() for label in labels]
+    np.testing.assert_allclose(out["probabilities"], _softmax(logits), atol=1e-5)
+    assert len(labels) == len(columns["label"]) == out["probabilities"].shape[0] > 50
+    signatures = saved_model_signatures(path)
+    assert signatures["serving_default"] == ({"sentence1", "sentence2"},
+                                             {"probabilities", "label"})
+    assert signatures["serving_ids"] == ({"token_ids", "segment_ids", "padding_mask"},
+                                         {"probabilities", "label"})
+    metadata = json.loads(open(os.path.join(path, export.METADATA)).read())
+    assert metadata["task"] == "glue/mrpc" and metadata["version"] == 1
+
+
+def test_gpt1_similarity_regression_exports_a_score(sample_data, tmp_path):
+    # GPT-1 section 3.3: both sentence orders; STS-B: one score, no label.
+    run_dir = _train(sample_data, tmp_path / "run", "gpt1/glue_stsb", "STS-B", family="gpt1")
+    path = export.export(str(run_dir), str(tmp_path / "exports"), progress=lambda _: None)
+    columns, logits, _ = pipeline(run_dir)
+    [out] = serve_fresh(path, [{"sentence1": columns["sentence1"],
+                                "sentence2": columns["sentence2"]}])
+    np.testing.assert_allclose(out["score"], logits[:, 0], atol=1e-5)
+    assert saved_model_signatures(path)["serving_default"] == ({"sentence1", "sentence2"},
+                                                               {"score"})
+
+
+def test_a_mixed_precision_run_exports_with_its_policy(sample_data, tmp_path):
+    run_dir = _train(sample_data, tmp_path / "run", "bert/glue_sst2", "SST-2",
+                     "train.mixed_precision=mixed_bfloat16")
+    path = export.export(str(run_dir), str(tmp_path / "exports"), progress=lambda _: None)
+    metadata = json.loads(open(os.path.join(path, export.METADATA)).read())
+    assert metadata["dtype_policy"] == "mixed_bfloat16"
+    columns, logits, labels = pipeline(run_dir)
+    [out] = serve_fresh(path, [{"sentence1": columns["sentence1"]}])
+    assert out["probabilities"].dtype == np.float32
+    # The same bfloat16 computation in and out of the SavedModel, in batches of other sizes
+    # (other kernels): equal to bfloat16 resolution (8 bits of mantissa, 2^-8 relative).
+    expected = _softmax(logits)
+    np.testing.assert_allclose(out["probabilities"], expected, atol=2 ** -7)
+    clear = np.abs(expected[:, 0] - expected[:, 1]) > 2 ** -6
+    assert clear.sum() > len(clear) // 2
+    assert [l for l, c in zip(out["label"].tolist(), clear) if c] == \
+        [l.encode() for l, c in zip(labels, clear) if c]
+    assert saved_model_signatures(path)["serving_default"][0] == {"sentence1"}
+
+
+def _on_backend(backend, *args):
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
+    proc = subprocess.run([sys.executable, "-m", "tools.main", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_a_run_trained_on_jax_exports_and_answers_like_its_evaluation(sample_data, tmp_path):
+    run_dir = tmp_path / "run"
+    args = ["train", "--experiment", "bert/glue_mrpc", "--run-dir", str(run_dir)]
+    for value in mrpc(sample_data, "train.steps=8", "train.eval_every=8"):
+        args += ["--set", value]
+    _on_backend("jax", *args)
+    _on_backend("jax", "evaluate", "--run-dir", str(run_dir))  # predictions computed by JAX
+    rows = (run_dir / "predictions" / "dev.tsv").read_text().splitlines()[1:]
+    jax_labels = [row.split("\t")[1] for row in rows]
+    path = export.export(str(run_dir), str(tmp_path / "exports"), progress=lambda _: None)
+    columns, _, _ = pipeline(run_dir)
+    [out] = serve_fresh(path, [{"sentence1": columns["sentence1"],
+                                "sentence2": columns["sentence2"]}])
+    assert out["label"].tolist() == [label.encode() for label in jax_labels]
+
+
+def test_versions_count_up_and_are_never_overwritten(mrpc_export, tmp_path, capsys):
+    run_dir, _ = mrpc_export
+    base = tmp_path / "exports"
+    assert cli(["export", "--run-dir", str(run_dir), "--out", str(base)]) == 0
+    out = capsys.readouterr().out
+    assert "docker run" in out and f"-v {base}:/models/exports" in out and "curl" in out
+    assert cli(["export", "--run-dir", str(run_dir), "--out", str(base), "--version", "5"]) == 0
+    assert cli(["export", "--run-dir", str(run_dir), "--out", str(base)]) == 0
+    assert sorted(os.listdir(base)) == ["1", "5", "6"]
+    assert cli(["export", "--run-dir", str(run_dir), "--out", str(base), "--version", "5"]) == 1
+    assert "exists; versions are never overwritten" in capsys.readouterr().err
+
+
+def test_a_killed_export_leaves_no_version_and_the_next_one_succeeds(mrpc_export, tmp_path):
+    run_dir, _ = mrpc_export
+    base = tmp_path / "exports"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
+    proc = subprocess.Popen([sys.executable, "-m", "tools.main", "export", "--run-dir",
+                             str(run_dir), "--out", str(base)], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not (base.is_dir() and any(n.startswith(".tmp-") for n in os.listdir(base))):
+        assert proc.poll() is None and time.time() < deadline, "the export never started"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)  # mid-write: the staging directory exists, unrenamed
+    proc.wait()
+    names = os.listdir(base)
+    assert not [n for n in names if n.isdigit()], names
+    assert [n for n in names if n.startswith(".tmp-1-")], names
+    assert cli(["export", "--run-dir", str(run_dir), "--out", str(base)]) == 0
+    assert os.listdir(base) == ["1"]  # the dead export's leftovers are gone
+    [out] = serve_fresh(base / "1", [{"sentence1": ["a"], "sentence2": ["b"]}])
+    assert out["probabilities"].shape == (1, 2)
+
+
+def test_bad_inputs_give_defined_outputs_or_invalid_argument(mrpc_export):
+    _, path = mrpc_export
+    long_text = "word " * 20_000  # 100,000 characters: truncated to the sequence length
+    results = serve_fresh(path, [
+        {"sentence1": [""], "sentence2": [""]},
+        {"sentence1": [long_text], "sentence2": ["short"]},
+        {"sentence1": [b"caf\xc3 \xff\xfe"], "sentence2": [b"\x80"]},
+        {"sentence1": np.array([], object), "sentence2": np.array([], object)},
+        {"sentence1": ["a", "b"], "sentence2": ["c"]},
+    ])
+    for out in results[:3]:
+        assert out["probabilities"].shape == (1, 2), out
+        np.testing.assert_allclose(out["probabilities"].sum(), 1.0, atol=1e-5)
+    assert results[3]["probabilities"].shape == (0, 2) and results[3]["label"].shape == (0,)
+    assert results[4]["error"].startswith("InvalidArgumentError")
+    assert "differ in batch size" in results[4]["error"]
+
+
+def test_zoo_predict_reads_json_lines_like_tf_serving_instances(mrpc_export, tmp_path,
+                                                                capsys):
+    _, path = mrpc_export
+    base = os.path.dirname(path)
+    requests = [{"sentence1": f"sentence {i}", "sentence2": "the other one"} for i in range(5)]
+    lines = tmp_path / "in.jsonl"
+    lines.write_text("".join(json.dumps(r) + "\n" for r in requests) + "\n")
+    assert cli(["predict", "--saved-model", base, "--input", str(lines), "--batch-size", "2",
+                "--output", str(tmp_path / "out.jsonl")]) == 0
+    results = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    [expected] = serve_fresh(path, [{k: [r[k] for r in requests] for k in requests[0]}])
+    assert [r["label"] for r in results] == [v.decode() for v in expected["label"]]
+    np.testing.assert_allclose([r["probabilities"] for r in results],
+                               expected["probabilities"], atol=1e-5)
+    capsys.readouterr()
+    lines.write_text('{"sentence1": "a", "sentence2": "b"}\n{"sentence1": "a"}\n')
+    assert cli(["predict", "--saved-model", base, "--input", str(lines)]) == 1
+    assert "line 2: missing input(s) sentence2" in capsys.readouterr().err
+    lines.write_text('{"sentence1": "a", "sentence2": "b"}\nnot json\n')
+    assert cli(["predict", "--saved-model", base, "--input", str(lines)]) == 1
+    assert "line 2: not JSON" in capsys.readouterr().err
