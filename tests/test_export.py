@@ -211,3 +211,17 @@ def test_zoo_predict_reads_json_lines_like_tf_serving_instances(mrpc_export, tmp
     lines.write_text('{"sentence1": "a", "sentence2": "b"}\nnot json\n')
     assert cli(["predict", "--saved-model", base, "--input", str(lines)]) == 1
     assert "line 2: not JSON" in capsys.readouterr().err
+
+
+def test_the_demo_ends_with_an_export_and_a_prediction(mrpc_export, tmp_path, capsys):
+    from tools import demo
+
+    run_dir, _ = mrpc_export
+    demo.export_and_predict(str(run_dir), str(tmp_path / "exports" / "mrpc"),
+                            str(tmp_path / "requests.jsonl"))
+    out = capsys.readouterr().out
+    assert os.listdir(tmp_path / "exports" / "mrpc") == ["1"]
+    results = [json.loads(line) for line in out.splitlines() if line.startswith('{"')]
+    assert len(results) == len(demo.REQUESTS) == 3
+    assert all(set(r) == {"label", "probabilities"} for r in results)
+    assert "docker run" in out and "zoo predict --saved-model" in out

@@ -3,8 +3,10 @@
 The main job of `make demo`, end to end on this machine in a few minutes: write the sample
 datasets (`zoo data samples --train-rows 4000`), learn a WordPiece vocabulary on them (`zoo data vocab`),
 train bert_tiny on MRPC with `zoo train --experiment bert/glue_mrpc` (model.fit, the AdamW
-schedule, TensorBoard logs, best checkpoint), then print the dev accuracy and F1 and where the
-run directory is. `zoo demo --models` prints the table of every preset instead.
+schedule, TensorBoard logs, best checkpoint), print the dev accuracy and F1 and where the
+run directory is, then export the model (`zoo export`: OUT/exports/mrpc/<version>, tokenizer
+included) and ask the export about three raw sentence pairs (`zoo predict`). `zoo demo
+--models` prints the table of every preset instead.
 """
 
 import argparse
@@ -24,6 +26,15 @@ DEMO_OVERRIDES = ["model.preset=bert_tiny", "model.backbone.num_heads=4", "model
                   "data.sequence_length=40", "train.batch_size=32", "train.steps=2000",
                   "train.learning_rate=5e-4", "train.warmup_fraction=0.1",
                   "train.weight_decay=0", "train.eval_every=500", "train.deterministic=false"]
+# Raw sentence pairs for the exported model, in the sample data's style (1 = paraphrase).
+REQUESTS = [
+    {"sentence1": "Karin Castro said Hooli will open a new office in Lisbon on Monday .",
+     "sentence2": "On Monday , Hooli will open an office in Lisbon , according to Karin Castro ."},
+    {"sentence1": "Karin Castro said Hooli will open a new office in Lisbon on Monday .",
+     "sentence2": "On Friday , Hooli will open an office in Lisbon , according to Karin Castro ."},
+    {"sentence1": "Nils Novak said Soylent will open a new office in Prague on Sunday .",
+     "sentence2": "On Sunday , Soylent will open an office in Berlin , according to Nils Novak ."},
+]
 
 
 def register(subparsers):
@@ -81,9 +92,45 @@ def run(args):
           f"F1 {metrics['f1']:.3f} (chance: about 0.5)\n"
           f"run directory: {run_dir} (config.yaml, metrics.json, best.keras, final.keras, "
           f"predictions/dev.tsv)\n"
-          f"TensorBoard:   tensorboard --logdir {run_dir}\n"
-          f"demo wall time: {time.perf_counter() - start:.0f} s")
+          f"TensorBoard:   tensorboard --logdir {run_dir}\n")
+    export_and_predict(run_dir, os.path.join(args.out, "exports", "mrpc"),
+                       os.path.join(args.out, "requests.jsonl"))
+    print(f"demo wall time: {time.perf_counter() - start:.0f} s")
     return 0
+
+
+def export_and_predict(run_dir, base, requests_path):
+    """`zoo export` the run, then `zoo predict` three raw sentence pairs with the export."""
+    import json
+    import subprocess
+    import sys
+
+    import keras
+
+    from tools import predict
+    from zoo import export
+    from zoo.files import write_text
+
+    print(f"zoo export --run-dir {run_dir} --out {base}")
+    if keras.backend.backend() == "tensorflow":
+        path = export.export(run_dir, base, progress=lambda line: print(f"export: {line}"))
+    else:  # the export is a TensorFlow graph whatever backend trained the run
+        subprocess.run([sys.executable, "-m", "tools.main", "export", "--run-dir", run_dir,
+                        "--out", base], check=True,
+                       env=dict(os.environ, KERAS_BACKEND="tensorflow"))
+        path = os.path.join(base, str(export.next_version(base) - 1))
+    write_text(requests_path, "".join(json.dumps(r) + "\n" for r in REQUESTS))
+    print(f"zoo predict --saved-model {path} --input {requests_path}")
+    predictor = predict.Predictor(path)
+    results = []
+    predict.predict_lines(predictor, predict.read_requests(requests_path), 32, results.append)
+    for request, result in zip(REQUESTS, results):
+        print(json.dumps(result))
+        print(f"  label {result['label']} "
+              f"({'paraphrase' if result['label'] == '1' else 'not a paraphrase'}): "
+              f"{request['sentence1']} / {request['sentence2']}")
+    name = os.path.basename(os.path.abspath(base))
+    print(f"serve it: {export.serving_command(base, name)}")
 
 
 def run_table(args):
