@@ -121,6 +121,9 @@ def build_archive(task, model, run_dir):
     """A keras ExportArchive with the task's signatures, and the signatures' descriptions."""
     import keras
 
+    if not hasattr(task, "serving"):
+        raise ValueError(f"task {task.name}: no serving description ({type(task).__name__} "
+                         "has no `serving` method), so it cannot be exported")
     signatures = task.serving(model, run_dir)
     missing = {DEFAULT, IDS} - set(signatures)
     if missing:
