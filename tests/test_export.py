@@ -231,3 +231,22 @@ def test_the_demo_ends_with_an_export_and_a_prediction(mrpc_export, tmp_path, ca
     assert len(results) == len(demo.REQUESTS) == 3
     assert all(set(r) == {"label", "probabilities"} for r in results)
     assert "docker run" in out and "zoo predict --saved-model" in out
+
+
+def test_a_float32_run_exports_as_bfloat16_with_unchanged_answers(mrpc_export, tmp_path):
+    run_dir, path = mrpc_export
+    base = tmp_path / "bf16"
+    assert cli(["export", "--run-dir", str(run_dir), "--out", str(base),
+                "--mixed-precision", "mixed_bfloat16"]) == 0
+    metadata = json.loads((base / "1" / export.METADATA).read_text())
+    assert metadata["dtype_policy"] == "mixed_bfloat16"
+    columns, _, _ = pipeline(run_dir)
+    inputs = {"sentence1": columns["sentence1"], "sentence2": columns["sentence2"]}
+    [bf16] = serve_fresh(base / "1", [inputs])
+    [fp32] = serve_fresh(path, [inputs])
+    difference = np.abs(bf16["probabilities"] - fp32["probabilities"]).max()
+    assert 0 < difference < 2 ** -5, difference  # computed in bfloat16, to its resolution
+    gold = [label.encode() for label in columns["label"]]
+    accuracy = {k: np.mean(out["label"] == np.array(gold, object))
+                for k, out in (("bf16", bf16), ("fp32", fp32))}
+    assert abs(accuracy["bf16"] - accuracy["fp32"]) <= 0.02, accuracy
