@@ -39,6 +39,9 @@ SIMILARITY = ("glue/mrpc", "glue/qqp", "glue/stsb")  # GPT-1 Table 4 "semantic s
 # Evaluation splits with more than one file: MNLI's matched and mismatched dev and test sets.
 SPLIT_FILES = {"glue/mnli": {"dev": ("dev_matched", "dev_mismatched"),
                              "test": ("test_matched", "test_mismatched")}}
+# Exports pad each batch to its longest sequence rounded up to this (unless the run sets
+# data.pad_to_multiple_of): 16 keeps distinct shapes few while cutting most padding.
+SERVING_MULTIPLE = 16
 NAMES = ("glue/cola", "glue/sst2", "glue/mrpc", "glue/qqp", "glue/stsb", "glue/mnli",
          "glue/qnli", "glue/rte", "glue/wnli", "snli", "scitail")
 
@@ -136,8 +139,13 @@ class ClassificationTask:
                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         return ds.prefetch(tf.data.AUTOTUNE)
 
-    def _inputs(self, sentence1, sentence2):
-        """Tokenize and pack a batch of raw sentences into model inputs (TF ops only)."""
+    def _inputs(self, sentence1, sentence2, multiple=None):
+        """Tokenize and pack a batch of raw sentences into model inputs (TF ops only), padded
+        to a multiple of `data.pad_to_multiple_of` (or `multiple`) when set."""
+        multiple = multiple or self.config.data.pad_to_multiple_of
+        return packing.trim_padding(self._packed(sentence1, sentence2), multiple)
+
+    def _packed(self, sentence1, sentence2):
         tok, length = self.tokenizer, self.config.data.sequence_length
         first = tok(sentence1)
         single = self.name in SINGLE_SENTENCE
@@ -269,7 +277,9 @@ class ClassificationTask:
                     "label": tf.gather(names, tf.argmax(probabilities, axis=-1))}
 
         def raw(sentence1, sentence2=None):
-            return answer(self._inputs(sentence1, sentence2))
+            # Always dynamic padding: a served batch is padded to its longest sequence.
+            return answer(self._inputs(sentence1, sentence2, multiple=(
+                self.config.data.pad_to_multiple_of or SERVING_MULTIPLE)))
 
         inputs = {"sentence1": export.text("sentence1")}
         if self.name not in SINGLE_SENTENCE:

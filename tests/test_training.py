@@ -535,3 +535,30 @@ def test_gpt1_input_transformations_and_auxiliary_lm_loss(sample_data, task, lm_
         logs = model.evaluate(t.dataset("dev").take(2), return_dict=True, verbose=0)
         assert logs["loss"] == pytest.approx(logs["logits_loss"] + lm_weight * logs["lm_loss"],
                                              rel=1e-4)
+
+
+def test_dynamic_padding_keeps_the_answers_and_bounds_the_traced_shapes(sample_data):
+    # Issue #10 item 4: each batch padded to its longest sequence rounded up to a bucket.
+    import tasks
+
+    def task(multiple):
+        config = config_lib.resolve("bert/glue_mrpc", mrpc(
+            sample_data, "data.sequence_length=64", f"data.pad_to_multiple_of={multiple}",
+            "train.batch_size=4"))
+        return tasks.create("glue/mrpc", config)
+
+    padded, bucketed = task(0), task(4)
+    widths = {int(x["token_ids"].shape[1]) for x, *_ in bucketed.dataset("train")}
+    assert all(w % 4 == 0 and w < 64 for w in widths) and len(widths) >= 2, widths
+    assert {int(x["token_ids"].shape[1]) for x, *_ in padded.dataset("dev")} == {64}
+    model = padded.build_model()
+    from tasks.classification import _inference_model
+
+    logits = [_inference_model(model).predict(t.dataset("dev").map(lambda x, *_: x),
+                                              verbose=0)["logits"] for t in (padded, bucketed)]
+    np.testing.assert_allclose(logits[1], logits[0], atol=1e-5)
+    # Shapes, hence XLA compilations (train.jit_compile), are bounded by the buckets: 64 / 4.
+    assert len(widths) <= 64 // 4
+    bucketed.compile(model)
+    history = model.fit(bucketed.dataset("train"), epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])

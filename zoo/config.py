@@ -88,6 +88,10 @@ class DataConfig:
     dir: str | None = _field(None, "directory holding the task's official files (train.tsv, "
                              "dev.tsv ...; pretraining: the seq<L> shard folders)")
     sequence_length: int = _field(128, "tokens per sequence (truncated / padded)", min=8)
+    pad_to_multiple_of: int = _field(0, "dynamic padding: pad each batch only to its longest "
+                                     "sequence, rounded up to a multiple of this (the bucket "
+                                     "width; compilations <= sequence_length / it); 0: pad to "
+                                     "sequence_length", min=0)
     skip_bad_rows: bool = _field(False, "skip, count and report malformed rows instead of "
                                  "stopping at the first")
     mask_selection_rate: float = _field(0.15, "masked LM: fraction of tokens predicted "

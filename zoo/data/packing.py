@@ -160,6 +160,34 @@ def pack_bert_multiple_choice(context, choices, sequence_length, cls_token_id, s
     return _stack(outputs)
 
 
+def trim_padding(inputs, multiple):
+    """Cut packed inputs to the batch's longest sequence, rounded up to `multiple` tokens.
+
+    Dynamic padding: a batch of short sentences need not carry `sequence_length` positions.
+    Rounding to a bucket boundary bounds the number of distinct shapes (and so of traced or
+    XLA-compiled functions) by `sequence_length / multiple`. Real tokens are a prefix of each
+    row (as every packer here writes them), so the cut removes padding only, and a model with
+    a padding mask gives the same outputs on the real positions.
+
+    Args:
+        inputs: dict of packed tensors (..., sequence_length) with a `padding_mask`.
+        multiple: the bucket width in tokens; 0 or None returns `inputs` unchanged.
+
+    Example:
+        >>> x = pack_bert(tf.ragged.constant([[5, 6, 7]]), 16, 101, 102)
+        >>> {k: v.shape.as_list() for k, v in trim_padding(x, 4).items()}
+        {'token_ids': [1, 8], 'segment_ids': [1, 8], 'padding_mask': [1, 8]}
+    """
+    if not multiple:
+        return inputs
+    mask = inputs["padding_mask"]
+    full = tf.shape(mask)[-1]
+    longest = tf.reduce_max(tf.concat([tf.reshape(tf.reduce_sum(tf.cast(mask, tf.int32), -1),
+                                                  [-1]), [1]], axis=0))
+    length = tf.minimum(full, (longest + multiple - 1) // multiple * multiple)
+    return {key: value[..., :length] for key, value in inputs.items()}
+
+
 def _pack(segments, sequence_length, start_id, separator_id, end_id, pad_id,
           with_segment_ids=False):
     """start + segment_0 + separator + segment_1 ... + end, truncated, padded to the length."""
