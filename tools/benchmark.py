@@ -2,6 +2,8 @@
 
   zoo benchmark models      BERT-base forward (seq/s), zoo vs keras_hub.models.BertBackbone
   zoo benchmark tokenizers  WordPiece (tokens/s), zoo in tf.data vs transformers' BertTokenizerFast
+  zoo benchmark serving     raw text -> label (texts/s): zoo's exported SavedModel (float32 and
+                            bfloat16) vs transformers' text-classification pipeline, same weights
 """
 
 import argparse
@@ -34,6 +36,14 @@ def register(subparsers):
     tokenizers.add_argument("--batch-size", type=int, default=256)
     tokenizers.add_argument("--repeats", type=int, default=3)
     tokenizers.set_defaults(func=run_tokenizers)
+    serving = targets.add_parser(
+        "serving", help="exported SavedModel (raw text in, label out) vs transformers' pipeline")
+    serving.add_argument("--preset", default="bert_base")
+    serving.add_argument("--texts", type=int, default=256, help="texts per timed pass")
+    serving.add_argument("--batch-size", type=int, default=8)
+    serving.add_argument("--sequence-length", type=int, default=128)
+    serving.add_argument("--repeats", type=int, default=3)
+    serving.set_defaults(func=run_serving)
 
 
 def _interleaved_rates(fns, inputs, batch_size, repeats):
@@ -141,4 +151,95 @@ def run_tokenizers(args):
     ratio = rates["zoo"] / rates["transformers"]
     print(f"  zoo tf.data {rates['zoo']:,.0f} tokens/s   transformers BertTokenizerFast "
           f"{rates['transformers']:,.0f} tokens/s   ratio {ratio:.2f}")
+    return 0
+
+
+def run_serving(args):
+    """Raw text to label: zoo's SavedModel signature vs transformers' pipeline, same weights.
+
+    Both sides start from the same strings and end at a label: zoo's `serving_default`
+    (tokenizer, packing with dynamic padding, model, softmax, label names, all in the graph;
+    loaded back with tf.saved_model.load as a server would) and transformers'
+    `pipeline("text-classification")` (BertTokenizerFast, padding to the batch's longest,
+    BertForSequenceClassification on torch). Weights are copied from the zoo model, and the
+    labels of both are compared on every text.
+    """
+    import numpy as np
+    import tensorflow as tf
+    import torch
+    import transformers
+
+    import tasks
+    from zoo import config as config_lib
+    from zoo import export, tokenizers
+    from zoo.convert import to_huggingface
+
+    transformers.logging.set_verbosity_error()  # the classifier is copied in below
+    lines = [line for line in _corpus_lines(None) if len(line.split()) >= 3][:args.texts]
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = os.path.join(tmp, "corpus.txt")
+        with open(corpus, "w", encoding="utf-8") as file:
+            file.writelines(line + "\n" for line in _corpus_lines(None))
+        vocab = os.path.join(tmp, "vocab")
+        tokenizers.train_vocabulary([corpus], size=8000, kind="wordpiece", out=vocab)
+        config = config_lib.resolve("bert/glue_sst2", [
+            f"model.preset={args.preset}", f"model.vocabulary={vocab}", "model.dropout=0",
+            f"data.sequence_length={args.sequence_length}"])
+        task = tasks.create("glue/sst2", config, check_data=False)
+        keras_model = task.build_model()
+        signatures = {}
+        for policy in ("float32", "mixed_bfloat16"):
+            model = keras_model if policy == "float32" else export.with_dtype_policy(
+                keras_model, policy)
+            archive, _ = export.build_archive(task, model, None)
+            path = os.path.join(tmp, policy)
+            archive.write_out(path, verbose=False)
+            signatures[policy] = tf.saved_model.load(path).signatures["serving_default"]
+
+        hf_dir = os.path.join(tmp, "hf")
+        to_huggingface(keras_model.backbone, hf_dir)
+        hf_model = transformers.BertForSequenceClassification.from_pretrained(
+            hf_dir, num_labels=2).eval()
+        kernel, bias = (np.asarray(w) for w in keras_model.classifier.dense.weights)
+        with torch.no_grad():
+            hf_model.classifier.weight.copy_(torch.from_numpy(kernel.T.copy()))
+            hf_model.classifier.bias.copy_(torch.from_numpy(bias.copy()))
+        hf_tokenizer = transformers.BertTokenizerFast(os.path.join(vocab, "vocab.txt"),
+                                                      do_lower_case=True)
+        pipe = transformers.pipeline("text-classification", model=hf_model,
+                                     tokenizer=hf_tokenizer, device=-1)
+
+    batches = [lines[i:i + args.batch_size] for i in range(0, len(lines), args.batch_size)]
+
+    def zoo_pass(policy):
+        return [label.decode() for batch in batches
+                for label in signatures[policy](sentence1=tf.constant(batch))["label"].numpy()]
+
+    def hf_pass():
+        with torch.no_grad():
+            out = pipe(lines, batch_size=args.batch_size, truncation=True,
+                       max_length=args.sequence_length)
+        return [r["label"].rsplit("_", 1)[-1] for r in out]
+
+    contenders = {"zoo SavedModel float32": lambda: zoo_pass("float32"),
+                  "zoo SavedModel bfloat16": lambda: zoo_pass("mixed_bfloat16"),
+                  "transformers pipeline (torch)": hf_pass}
+    labels = {name: fn() for name, fn in contenders.items()}  # warm-up, not timed
+    times = {name: [] for name in contenders}
+    for _ in range(args.repeats):
+        for name, fn in contenders.items():  # interleaved: load drift falls on all alike
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    rates = {name: len(lines) / statistics.median(t) for name, t in times.items()}
+    reference = rates["transformers pipeline (torch)"]
+    print(f"raw text -> label, {args.preset} classifier (random weights, copied to "
+          f"transformers), {len(lines)} texts of the pydoc corpus, batch {args.batch_size}, "
+          f"at most {args.sequence_length} tokens, median of {args.repeats} interleaved passes, "
+          f"{os.cpu_count()} CPU cores")
+    hf_labels = labels["transformers pipeline (torch)"]
+    for name, rate in rates.items():
+        same = sum(a == b for a, b in zip(labels[name], hf_labels))
+        print(f"  {name:30s} {rate:8.1f} texts/s   ratio {rate / reference:.2f}   "
+              f"labels equal to transformers' on {same}/{len(lines)}")
     return 0
