@@ -2,6 +2,7 @@
 
   zoo benchmark models      BERT-base forward (seq/s), zoo vs keras_hub.models.BertBackbone
   zoo benchmark tokenizers  WordPiece (tokens/s), zoo in tf.data vs transformers' BertTokenizerFast
+  zoo benchmark bucketing   fine-tuning examples/s with dynamic padding vs pad-to-128 (GLUE mix)
   zoo benchmark serving     raw text -> label (texts/s): zoo's exported SavedModel (float32 and
                             bfloat16) vs transformers' text-classification pipeline, same weights
 """
@@ -36,6 +37,15 @@ def register(subparsers):
     tokenizers.add_argument("--batch-size", type=int, default=256)
     tokenizers.add_argument("--repeats", type=int, default=3)
     tokenizers.set_defaults(func=run_tokenizers)
+    bucketing = targets.add_parser(
+        "bucketing", help="fine-tuning examples/s: data.pad_to_multiple_of vs pad-to-length")
+    bucketing.add_argument("--preset", default="bert_base")
+    bucketing.add_argument("--tasks", nargs="+", default=["glue/mrpc", "glue/sst2"])
+    bucketing.add_argument("--steps", type=int, default=6, help="timed steps per setting")
+    bucketing.add_argument("--batch-size", type=int, default=32)
+    bucketing.add_argument("--sequence-length", type=int, default=128)
+    bucketing.add_argument("--multiple", type=int, default=16)
+    bucketing.set_defaults(func=run_bucketing)
     serving = targets.add_parser(
         "serving", help="exported SavedModel (raw text in, label out) vs transformers' pipeline")
     serving.add_argument("--preset", default="bert_base")
@@ -242,4 +252,58 @@ def run_serving(args):
         same = sum(a == b for a, b in zip(labels[name], hf_labels))
         print(f"  {name:30s} {rate:8.1f} texts/s   ratio {rate / reference:.2f}   "
               f"labels equal to transformers' on {same}/{len(lines)}")
+    return 0
+
+
+def run_bucketing(args):
+    """Fine-tuning throughput on the sample data's length mix, dynamic padding vs fixed.
+
+    The same model, optimizer and batches; only `data.pad_to_multiple_of` differs (0: every
+    batch padded to --sequence-length). The first steps of each setting trace and are not
+    timed; each bucket width traces once more (the TF trainer relaxes shapes), so the timed
+    steps start after one pass over --steps warm-up batches.
+    """
+    import keras
+
+    import tasks
+    from zoo import config as config_lib
+    from zoo.data.samples import LAYOUT, write_samples
+    from zoo.tokenizers import train_vocabulary
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        write_samples(os.path.join(tmp, "samples"))
+        files = [os.path.join(tmp, "samples", LAYOUT[t]["train"]) for t in args.tasks]
+        vocab = os.path.join(tmp, "vocab")
+        train_vocabulary(files, size=2000, kind="wordpiece", out=vocab)
+        for name in args.tasks:
+            data_dir = os.path.dirname(os.path.join(tmp, "samples", LAYOUT[name]["train"]))
+            rates, widths = {}, {}
+            for multiple in (0, args.multiple):
+                config = config_lib.resolve(f"bert/{name.replace('/', '_')}", [
+                    f"model.preset={args.preset}", f"model.vocabulary={vocab}",
+                    f"data.dir={data_dir}", f"data.sequence_length={args.sequence_length}",
+                    f"data.pad_to_multiple_of={multiple}",
+                    f"train.batch_size={args.batch_size}"])
+                task = tasks.create(name, config, check_data=False)
+                keras.utils.set_random_seed(0)
+                model = task.build_model()
+                task.compile(model, total_steps=1000, warmup_steps=10)
+                stream = task.dataset("train", repeat=True)
+                model.fit(stream, steps_per_epoch=args.steps, epochs=1, verbose=0)  # warm-up
+                start = time.perf_counter()
+                model.fit(stream, steps_per_epoch=args.steps, epochs=1, verbose=0)
+                rates[multiple] = args.steps * args.batch_size / (time.perf_counter() - start)
+                widths[multiple] = sorted({int(x["token_ids"].shape[-1])
+                                           for x, *_ in stream.take(2 * args.steps)})
+                keras.backend.clear_session()
+            rows.append((name, rates, widths))
+    print(f"fine-tuning {args.preset}, batch {args.batch_size}, sequence length "
+          f"{args.sequence_length}, {args.steps} timed steps per setting after {args.steps} "
+          f"warm-up steps, {os.cpu_count()} CPU cores")
+    for name, rates, widths in rows:
+        print(f"  {name:10s} pad to {args.sequence_length}: {rates[0]:6.1f} examples/s   "
+              f"pad to longest (multiple of {args.multiple}): {rates[args.multiple]:6.1f} "
+              f"examples/s   ratio {rates[args.multiple] / rates[0]:.2f}   "
+              f"widths seen {widths[args.multiple]}")
     return 0
