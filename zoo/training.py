@@ -281,17 +281,89 @@ def configure_devices(train):
             pass
 
 
+def _patch_keras_for_multi_worker():
+    """Make `model.fit` work under MultiWorkerMirroredStrategy on Keras 3.15.1.
+
+    keras-team/keras#20585: Keras 3's TF trainer fails there twice. (1) Before the first
+    step it builds the model from one batch by `strategy.reduce("MEAN", batch)`, a cross-worker
+    collective on eager PerReplica inputs that MultiWorkerMirroredStrategy cannot convert; any
+    replica's local batch has the shapes the build needs. (2) It averages the step's logs with
+    `strategy.reduce("MEAN", value, axis=0)`, which fails for scalar losses and metrics; a
+    scalar needs axis=None. The patch replaces exactly those two paths for this strategy and
+    this Keras version and defers to Keras everywhere else; a later Keras is left alone.
+    """
+    import tensorflow as tf
+    from keras.src import tree
+    from keras.src.backend.tensorflow import trainer
+
+    if keras.__version__ != "3.15.1" or getattr(trainer, "_zoo_multi_worker_patch", False):
+        return
+    build, reduce = trainer.TensorFlowTrainer._maybe_symbolic_build, trainer.reduce_per_replica
+
+    def local(strategy, value):
+        if isinstance(value, tf.distribute.DistributedValues):
+            return strategy.experimental_local_results(value)[0]
+        return value
+
+    def maybe_symbolic_build(self, iterator=None, data_batch=None):
+        strategy = self._distribute_strategy
+        if iterator is None or not isinstance(strategy,
+                                              tf.distribute.MultiWorkerMirroredStrategy):
+            return build(self, iterator, data_batch)
+        for _, _, it in iterator:
+            data_batch = tree.map_structure(lambda v: local(strategy, v), next(it))
+            break
+        with strategy.scope():
+            self._symbolic_build(data_batch=data_batch)
+
+    def reduce_per_replica(values, strategy, reduction):
+        if reduction in ("auto", "mean") and trainer._collective_all_reduce_multi_worker(
+                strategy):
+            def mean(value):
+                rank = local(strategy, value).shape.rank
+                return strategy.reduce("MEAN", value, axis=0 if rank else None)
+            return tree.map_structure(mean, values)
+        return reduce(values, strategy, reduction)
+
+    trainer.TensorFlowTrainer._maybe_symbolic_build = maybe_symbolic_build
+    trainer.reduce_per_replica = reduce_per_replica
+    trainer._zoo_multi_worker_patch = True
+
+
+@dataclasses.dataclass
+class Worker:
+    """This process in a TF_CONFIG cluster: its name and whether it is the chief."""
+
+    name: str
+    chief: bool
+    count: int
+
+
+def cluster_worker():
+    """The `Worker` TF_CONFIG describes; a single process is the chief of a cluster of one."""
+    spec = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    cluster, task = spec.get("cluster", {}), spec.get("task", {})
+    kind, index = task.get("type", "worker"), int(task.get("index", 0))
+    count = sum(len(cluster.get(k, [])) for k in ("chief", "worker")) or 1
+    chief = kind == "chief" or (kind == "worker" and index == 0 and "chief" not in cluster)
+    return Worker(f"{kind}-{index}", chief, count)
+
+
 def make_strategy(train):
     """The tf.distribute strategy of `train.strategy`.
 
     `mirrored` replicates over the GPUs, or over `train.devices` logical CPU devices;
-    `multi_worker_mirrored` reads TF_CONFIG (note: keras 3.15's `fit` fails under it,
-    keras-team/keras#20585); `tpu` connects to `train.tpu` (untested here: no TPU).
+    `multi_worker_mirrored` reads TF_CONFIG (Keras 3.15.1's `fit` needs the patch of
+    `_patch_keras_for_multi_worker`, applied here; one strategy per process); `tpu` connects
+    to `train.tpu` (untested here: no TPU).
     """
     import tensorflow as tf
 
     if train.strategy == "default":
         return tf.distribute.get_strategy()
+    cached = getattr(make_strategy, "_multi_worker", None)
+    if train.strategy == "multi_worker_mirrored" and cached is not None:
+        return cached  # one per process: collectives are configured once, at start-up
     if train.strategy == "one_device":
         gpus = tf.config.list_logical_devices("GPU")
         return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
@@ -300,7 +372,9 @@ def make_strategy(train):
         devices = [d.name for d in gpus or tf.config.list_logical_devices("CPU")]
         return tf.distribute.MirroredStrategy(devices)
     if train.strategy == "multi_worker_mirrored":
-        return tf.distribute.MultiWorkerMirroredStrategy()
+        _patch_keras_for_multi_worker()
+        make_strategy._multi_worker = tf.distribute.MultiWorkerMirroredStrategy()
+        return make_strategy._multi_worker
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=train.tpu)
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
@@ -615,6 +689,16 @@ def train(config, run_dir, overwrite=False):
 
     train_config = config.train
     configure_devices(train_config)
+    shared_backup = None
+    if train_config.strategy == "multi_worker_mirrored" and keras.backend.backend() == \
+            "tensorflow":
+        make_strategy(train_config)  # before any other TF op: collectives start up first
+        worker = cluster_worker()
+        if not worker.chief:
+            # The chief owns run_dir; another worker trains in lock-step and writes its own
+            # files under run_dir/workers/<name>/, resuming from the chief's backup.
+            shared_backup = os.path.join(run_dir, "backup")
+            run_dir = os.path.join(run_dir, "workers", worker.name)
     task = tasks.create(config.task, config)  # reads and checks the data before anything
     resuming = check_run_dir(config, run_dir, overwrite)
     previous_policy = keras.config.dtype_policy()
@@ -648,6 +732,8 @@ def train(config, run_dir, overwrite=False):
               f" {schedule.total} steps of {train_config.batch_size} ({where})"
               f", evaluation every {schedule.eval_every} steps", flush=True)
         backup_dir = os.path.join(run_dir, "backup")
+        if shared_backup is not None:
+            resuming = _copy_backup(shared_backup, backup_dir) or resuming
         start_round = _backup_round(backup_dir) if resuming else 0
         if resuming and start_round:
             print(f"resuming {run_dir} at step {start_round * schedule.eval_every}", flush=True)
@@ -691,6 +777,18 @@ class Phase:
     first_round: int
     last_round: int
     dataset: object
+
+
+def _copy_backup(source, target):
+    """Replace `target` with a copy of the backup in `source`; False if there is none."""
+    if not os.path.isdir(source):
+        return False
+    staging = target + ".copy"
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(source, staging)
+    shutil.rmtree(target, ignore_errors=True)
+    os.rename(staging, target)
+    return True
 
 
 def _backup_round(backup_dir):
