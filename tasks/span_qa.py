@@ -48,6 +48,7 @@ NAMES = ("squad_v1", "squad_v2")
 MODEL_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 LABELS = ("start_positions", "end_positions")
 THRESHOLD_FILE = "null_threshold.json"
+CHUNK = 32  # windows per model call in serving
 
 
 class SpanQATask:
@@ -267,13 +268,16 @@ class SpanQATask:
         evaluated on dev). "No answer" is `answer` "", `start_char` = `end_char` = -1 and
         `score` s_best (0.0 when no span qualifies at all).
 
-        Bad input: an empty (or all-whitespace/punctuation-free-of-tokens) context has no
-        window: no answer, `score` 0.0 (training refuses such a context; serving answers).
-        An empty question packs as [CLS] [SEP] context. Contexts of any length are cut into
-        as many windows as needed (all run through the model at once). Invalid UTF-8 bytes
-        are read as U+FFFD, as the tokenizer reads them, each one character: the answer is a
-        substring of the context with its invalid bytes replaced by U+FFFD, and the offsets
-        count that text's characters. A batch of 0 gives empty outputs.
+        Bad input: a context without tokens (empty, or only whitespace or control
+        characters) has no window: no answer, `score` 0.0 (training refuses such a context;
+        serving answers); so does a question that leaves no room for context (possible only
+        when sequence_length - max_query_length - 3 < 1). An empty question packs as
+        [CLS] [SEP] context [SEP]. A context of any length is cut into as many windows as it
+        needs, run through the model CHUNK windows at a time (a 100,000-character context
+        works; time grows with its length). Invalid UTF-8 bytes are read as U+FFFD, as the
+        tokenizer reads them, one character each: the answer is then a substring of the
+        context with those bytes replaced by U+FFFD, and the offsets count that text's
+        characters. A batch of 0 gives empty outputs.
 
         `serving_ids`: `token_ids`, `segment_ids`, `padding_mask` [batch, sequence_length] of
         packed windows in; `start_logits`, `end_logits` [batch, sequence_length] float32 out.
@@ -289,6 +293,20 @@ class SpanQATask:
             return (tf.cast(out["start_positions"], tf.float32),
                     tf.cast(out["end_positions"], tf.float32))
 
+        def chunked_logits(x):
+            # A long context has hundreds of windows: run them CHUNK at a time, so memory
+            # stays that of one batch of CHUNK windows (padding the last chunk).
+            total = tf.shape(x["token_ids"])[0]
+            chunks = (total + CHUNK - 1) // CHUNK
+            pad = chunks * CHUNK - total
+            length = data.sequence_length
+            x = {key: tf.reshape(tf.pad(value, [[0, pad], [0, 0]]), [chunks, CHUNK, length])
+                 for key, value in x.items()}
+            # Static output shapes: a batch without windows maps over no chunk at all.
+            spec = tf.TensorSpec([CHUNK, length], tf.float32)
+            start, end = tf.map_fn(logits, x, fn_output_signature=(spec, spec))
+            return tuple(tf.reshape(t, [chunks * CHUNK, length])[:total] for t in (start, end))
+
         def raw(question, context):
             # One decode for the tokenizer and the answer text: both see the same code points
             # (invalid bytes -> U+FFFD).
@@ -300,7 +318,7 @@ class SpanQATask:
                 question_ids, context_ids, starts, ends, data.sequence_length,
                 data.doc_stride, data.max_query_length, tok.cls_token_id, tok.sep_token_id,
                 tok.pad_token_id)
-            start, end = logits({key: windows[key] for key in MODEL_INPUTS})
+            start, end = chunked_logits({key: windows[key] for key in MODEL_INPUTS})
             span = best_spans_graph(windows, start, end, tf.shape(context)[0],
                                     data.n_best_size, data.max_answer_length)
             found = span["found"]

@@ -47,7 +47,9 @@ def python_answer(task, model, inputs, tau):
     from tasks.span_qa import best_spans
     from zoo.data.squad import squad_windows
 
-    text = lambda value: value.decode("utf-8", "replace") if isinstance(value, bytes) else value  # noqa
+    def text(value):
+        return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
     example = {"id": "q", "question": text(inputs["question"][0]),
                "context": text(inputs["context"][0]), "answers": []}
     data = task.config.data
