@@ -197,3 +197,40 @@ def test_bad_input_gives_the_documented_outputs(exports, name):
     check_span("long context", requests["long context"]["context"][0])
     # A batch of 0 answers nothing.
     assert all(value.shape == (0,) for value in results["batch of 0"].values())
+
+
+@pytest.mark.parametrize("length,stride,query", [(48, 16, 16), (40, 100, 30)])
+def test_graph_windows_equal_squad_windows(sample_data, length, stride, query):
+    """squad_windows_graph cuts the dev contexts exactly as squad_windows (stride below and
+    above the window; questions cut)."""
+    import tensorflow as tf
+
+    import tasks
+    from zoo.data.squad import squad_windows_graph
+
+    config = config_lib.resolve("bert/squad_v2", overrides(
+        sample_data, f"data.sequence_length={length}", f"data.doc_stride={stride}",
+        f"data.max_query_length={query}"))
+    task = tasks.create("squad_v2", config, check_data=False)
+    examples, expected = task.examples("dev"), task.windows("dev")
+    tok = task.tokenizer
+    ids, starts, ends = tok.tokenize_with_offsets(tf.constant([e["context"] for e in examples]))
+    windows = squad_windows_graph(tok(tf.constant([e["question"] for e in examples])), ids,
+                                  starts, ends, length, stride, query, tok.cls_token_id,
+                                  tok.sep_token_id, tok.pad_token_id)
+    assert len(expected["token_ids"]) > 2 * len(examples)
+    for key, value in windows.items():
+        np.testing.assert_array_equal(value.numpy(), expected[key], err_msg=key)
+
+
+def test_tau_is_read_from_the_run_or_zero(sample_data, tmp_path):
+    import tasks
+
+    config = config_lib.resolve("bert/squad_v2", overrides(sample_data))
+    task = tasks.create("squad_v2", config, check_data=False)
+    assert task.null_threshold(str(tmp_path)) == 0.0  # no null_threshold.json: τ = 0
+    (tmp_path / "null_threshold.json").write_text(json.dumps({"tau": -1.25}))
+    assert task.null_threshold(str(tmp_path)) == -1.25
+    v1 = tasks.create("squad_v1", config_lib.resolve("bert/squad_v1", overrides(sample_data)),
+                      check_data=False)
+    assert v1.null_threshold(str(tmp_path)) == 0.0  # v1.1 always answers
