@@ -27,6 +27,10 @@ run_squad.py's `s_null - s_best`; the official best-threshold search over it pic
 t = best_f1_thresh ("" when s_null - s_best > t), so τ = -t and a span is predicted when
 s_best >= s_null + τ (the official search counts a tie as answered). Predictions files are
 written at τ = 0, as run_squad.py writes them with its default threshold.
+
+Serving (`zoo export`, `SpanQATask.serving`) does the same in the SavedModel graph: the windows
+of `zoo.data.squad.squad_windows_graph`, the post-processing of `best_spans_graph` (both tested
+equal to their Python versions) and the run's τ.
 """
 
 import json
