@@ -27,6 +27,10 @@ run_squad.py's `s_null - s_best`; the official best-threshold search over it pic
 t = best_f1_thresh ("" when s_null - s_best > t), so τ = -t and a span is predicted when
 s_best >= s_null + τ (the official search counts a tie as answered). Predictions files are
 written at τ = 0, as run_squad.py writes them with its default threshold.
+
+Serving (`zoo export`, `SpanQATask.serving`) does the same in the SavedModel graph: the windows
+of `zoo.data.squad.squad_windows_graph`, the post-processing of `best_spans_graph` (both tested
+equal to their Python versions) and the run's τ.
 """
 
 import json
@@ -40,7 +44,7 @@ from zoo import config as config_lib
 from zoo import training
 from zoo.data import DataError, read_examples
 from zoo.data.samples import LAYOUT
-from zoo.data.squad import squad_windows
+from zoo.data.squad import squad_windows, squad_windows_graph
 from zoo.files import write_text
 from zoo.metrics import squad as squad_metrics
 
@@ -48,6 +52,7 @@ NAMES = ("squad_v1", "squad_v2")
 MODEL_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 LABELS = ("start_positions", "end_positions")
 THRESHOLD_FILE = "null_threshold.json"
+CHUNK = 32  # windows per model call in serving
 
 
 class SpanQATask:
@@ -242,6 +247,114 @@ class SpanQATask:
                           "null_score_diff_threshold is run_squad.py's, = -tau"}
         write_text(os.path.join(run_dir, THRESHOLD_FILE), json.dumps(extras, indent=1) + "\n")
 
+    def null_threshold(self, run_dir):
+        """τ of a SQuAD 2.0 run (`null_threshold.json`, written by `save_extras`); 0.0 when the
+        run has no such file (v1.1, or a run never evaluated on dev)."""
+        path = os.path.join(run_dir, THRESHOLD_FILE) if run_dir else None
+        if self.version == 1 or not path or not os.path.exists(path):
+            return 0.0
+        with open(path, encoding="utf-8") as file:
+            return float(json.load(file)["tau"])
+
+    def serving(self, model, run_dir=None):
+        """Serving signatures (zoo.export): raw question and context in, the answer out.
+
+        `serving_default`: inputs `question`, `context` [batch] string; outputs `answer`
+        [batch] string, `start_char`, `end_char` [batch] int64, `score` [batch] float32. The
+        context is cut into the training windows (`data.sequence_length`, `data.doc_stride`,
+        `data.max_query_length`) in the graph; the answer is `best_spans`' (n_best_size,
+        max_answer_length, max-context rule, stable tie order): the span of the highest
+        start + end logit sum `score` (s_best), `answer` = context[start_char:end_char] in
+        Unicode code points (the tokenizer's offsets and SQuAD's answer_start). SQuAD 2.0: no
+        answer unless s_best >= s_null + τ (s_null: the smallest [CLS] score over the
+        windows; float64 comparison, as the Python pipeline's), τ read at export from
+        `run_dir/null_threshold.json` (0.0 when that file is missing, e.g. a run never
+        evaluated on dev). "No answer" is `answer` "", `start_char` = `end_char` = -1 and
+        `score` s_best (0.0 when no span qualifies at all).
+
+        Bad input: a context without tokens (empty, or only whitespace or control
+        characters) has no window: no answer, `score` 0.0 (training refuses such a context;
+        serving answers); so does a question that leaves no room for context (possible only
+        when sequence_length - max_query_length - 3 < 1). An empty question packs as
+        [CLS] [SEP] context [SEP]. A context of any length is cut into as many windows as it
+        needs, run through the model CHUNK windows at a time (a 100,000-character context
+        works; time grows with its length). Invalid UTF-8 bytes are read as U+FFFD, as the
+        tokenizer reads them, one character each: the answer is then a substring of the
+        context with those bytes replaced by U+FFFD, and the offsets count that text's
+        characters. A batch of 0 gives empty outputs.
+
+        `serving_ids`: `token_ids`, `segment_ids`, `padding_mask` [batch, sequence_length] of
+        packed windows in; `start_logits`, `end_logits` [batch, sequence_length] float32 out.
+        """
+        from zoo import export
+
+        data, tok = self.config.data, self.tokenizer
+        tau = self.null_threshold(run_dir)
+        version = self.version
+
+        def logits(x):
+            out = model(x, training=False)
+            return (tf.cast(out["start_positions"], tf.float32),
+                    tf.cast(out["end_positions"], tf.float32))
+
+        def chunked_logits(x):
+            # A long context has hundreds of windows: run them CHUNK at a time, so memory
+            # stays that of one batch of CHUNK windows (padding the last chunk).
+            total = tf.shape(x["token_ids"])[0]
+            chunks = (total + CHUNK - 1) // CHUNK
+            pad = chunks * CHUNK - total
+            length = data.sequence_length
+            x = {key: tf.reshape(tf.pad(value, [[0, pad], [0, 0]]), [chunks, CHUNK, length])
+                 for key, value in x.items()}
+            # Static output shapes: a batch without windows maps over no chunk at all.
+            spec = tf.TensorSpec([CHUNK, length], tf.float32)
+            start, end = tf.map_fn(logits, x, fn_output_signature=(spec, spec))
+            return tuple(tf.reshape(t, [chunks * CHUNK, length])[:total] for t in (start, end))
+
+        def raw(question, context):
+            # One decode for the tokenizer and the answer text: both see the same code points
+            # (invalid bytes -> U+FFFD).
+            chars = tf.strings.unicode_decode(context, "UTF-8", errors="replace")
+            context = tf.strings.unicode_encode(chars, "UTF-8")
+            question_ids = tok(question)
+            context_ids, starts, ends = tok.tokenize_with_offsets(context)
+            windows = squad_windows_graph(
+                question_ids, context_ids, starts, ends, data.sequence_length,
+                data.doc_stride, data.max_query_length, tok.cls_token_id, tok.sep_token_id,
+                tok.pad_token_id)
+            start, end = chunked_logits({key: windows[key] for key in MODEL_INPUTS})
+            span = best_spans_graph(windows, start, end, tf.shape(context)[0],
+                                    data.n_best_size, data.max_answer_length)
+            found = span["found"]
+            if version == 2:
+                found &= (tf.cast(span["score"], tf.float64)
+                          >= tf.cast(span["null"], tf.float64) + tau)
+            first = tf.where(found, span["start_char"], -1)
+            last = tf.where(found, span["end_char"], -1)
+            text = tf.gather(chars.flat_values,
+                             tf.ragged.range(tf.maximum(first, 0), tf.maximum(last, 0))
+                             + chars.row_splits[:-1, None])
+            answer = tf.strings.unicode_encode(
+                tf.RaggedTensor.from_row_splits(text.flat_values, text.row_splits), "UTF-8")
+            return {"answer": answer, "start_char": first, "end_char": last,
+                    "score": span["score"]}
+
+        def ids(token_ids, segment_ids, padding_mask):
+            start, end = logits({"token_ids": token_ids, "segment_ids": segment_ids,
+                                 "padding_mask": padding_mask})
+            return {"start_logits": start, "end_logits": end}
+
+        inputs = {"question": export.text("question"), "context": export.text("context")}
+        outputs = ("answer", "start_char", "end_char", "score")
+        return {
+            export.DEFAULT: export.Signature(
+                inputs, raw, outputs, "question and context in; the answer (a substring of "
+                "the context, \"\" for none), its character span (-1 for none) and score out"),
+            export.IDS: export.Signature(
+                export.model_inputs(model), ids, ("start_logits", "end_logits"),
+                "packed window token ids in, start and end logits out"),
+        }
+
     def describe(self, predictions, limit):
         """A markdown table of the first dev questions with gold and predicted answers."""
         rows = ["| question | gold | predicted |", "|---|---|---|"]
@@ -311,4 +424,72 @@ def best_spans(windows, contexts, start_logits, end_logits, n_best_size=20,
     return [(text, score if np.isfinite(score) else 0.0, null) for text, score, null in best]
 
 
-__all__ = ["NAMES", "SpanQATask", "best_spans"]
+
+def best_spans_graph(windows, start_logits, end_logits, num_examples, n_best_size=20,
+                     max_answer_length=30):
+    """`best_spans` as TensorFlow ops, for serving: the best span of each example.
+
+    Candidates are taken in `best_spans`' order (windows in order, the n_best_size start
+    positions by descending logit then position, the same for ends) and the first one of the
+    highest score wins, as `best_spans`' strict `>` update keeps it.
+
+    Args:
+        windows: `zoo.data.squad.squad_windows_graph` output.
+        start_logits, end_logits: (windows, length) float32.
+        num_examples: scalar, the batch size (examples may have no window).
+        n_best_size, max_answer_length: as in `best_spans`.
+
+    Returns:
+        dict of (num_examples,) tensors: `found` bool (some span qualifies), `score` float32
+        (s_best; 0.0 when none), `null` float32 (s_null, the smallest [CLS] score; +inf
+        without windows), `start_char`, `end_char` int64 (-1 when none).
+    """
+    length = tf.shape(start_logits)[1]
+    k = tf.minimum(n_best_size, length)
+    start_values, starts = tf.math.top_k(start_logits, k)  # ties: lower index first
+    end_values, ends = tf.math.top_k(end_logits, k)
+    context, max_context = windows["context_mask"], windows["max_context_mask"]
+    ok_start = tf.gather(context & max_context, starts, batch_dims=1)  # (windows, k)
+    ok_end = tf.gather(context, ends, batch_dims=1)
+    i, j = starts[:, :, None], ends[:, None, :]
+    valid = ok_start[:, :, None] & ok_end[:, None, :] & (j >= i) & (j - i + 1 <= max_answer_length)
+    score = start_values[:, :, None] + end_values[:, None, :]
+    valid &= ~tf.math.is_nan(score)
+    flat_valid = tf.reshape(valid, [tf.shape(valid)[0], -1])  # (windows, k * k)
+    flat_score = tf.where(flat_valid, tf.reshape(score, tf.shape(flat_valid)), -np.inf)
+    example = windows["example_index"]
+    best = tf.math.unsorted_segment_max(tf.reduce_max(flat_score, axis=1), example, num_examples)
+    found = tf.math.unsorted_segment_max(tf.cast(tf.reduce_any(flat_valid, axis=1), tf.int32),
+                                         example, num_examples) > 0
+    # The first candidate (window, start rank, end rank) reaching the example's best score.
+    width = tf.cast(tf.shape(flat_valid)[1], tf.int64)
+    key = (tf.range(tf.cast(tf.shape(flat_valid)[0], tf.int64))[:, None] * width
+           + tf.range(width)[None, :])
+    hit = flat_valid & (flat_score == tf.gather(best, example)[:, None])
+    key = tf.math.unsorted_segment_min(tf.reduce_min(tf.where(hit, key, tf.int64.max), axis=1),
+                                       example, num_examples)
+    key = tf.where(found, key, 0)
+    window, rank = key // width, key % width
+    k64 = tf.cast(k, tf.int64)
+    offsets = windows["offsets"]
+    # Examples without a span (or batches without windows) read a padding element.
+    at = lambda positions, rank: tf.gather(  # noqa: E731
+        tf.concat([tf.reshape(positions, [-1]), [0]], 0),
+        tf.where(found, window * k64 + rank, tf.size(positions, out_type=tf.int64)))
+    start_pos = tf.cast(at(starts, rank // k64), tf.int64)
+    end_pos = tf.cast(at(ends, rank % k64), tf.int64)
+    safe = tf.where(found, window, 0)
+    windows_n = tf.shape(offsets, out_type=tf.int64)[0]
+    char = lambda pos, side: tf.gather_nd(  # noqa: E731
+        tf.concat([offsets, -tf.ones([1, tf.shape(offsets)[1], 2], tf.int64)], 0),
+        tf.stack([tf.where(found, safe, windows_n), tf.where(found, pos, 0),
+                  tf.fill(tf.shape(pos), tf.cast(side, tf.int64))], axis=1))
+    null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], example,
+                                        num_examples)
+    has_window = tf.math.unsorted_segment_max(tf.ones_like(example), example, num_examples) > 0
+    return {"found": found, "score": tf.where(found, best, 0.0),
+            "null": tf.where(has_window, null, np.inf),
+            "start_char": tf.where(found, char(start_pos, 0), -1),
+            "end_char": tf.where(found, char(end_pos, 1), -1)}
+
+__all__ = ["NAMES", "SpanQATask", "best_spans", "best_spans_graph"]

@@ -201,3 +201,92 @@ def squad_dataset(windows, batch_size, shuffle_buffer=0, seed=None, drop_remaind
     if shuffle_buffer:
         ds = ds.shuffle(shuffle_buffer, seed=seed)
     return ds.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+
+
+def squad_windows_graph(question_ids, context_ids, context_starts, context_ends,
+                        max_sequence_length, doc_stride, max_query_length, cls_id, sep_id,
+                        pad_id):
+    """`squad_windows` as TensorFlow ops, for serving: the same windows from tokenized text.
+
+    The windows, their packing and the max-context rule are those of `squad_windows`; there
+    are no labels. An example whose context has no tokens, or whose (cut) question leaves no
+    room for context, gets no window (`squad_windows` raises for both).
+
+    Args:
+        question_ids: (batch, None) ragged token ids of the questions.
+        context_ids, context_starts, context_ends: (batch, None) ragged token ids and
+            [start, end) character offsets of the contexts.
+        max_sequence_length, doc_stride, max_query_length: Python ints, as in `squad_windows`.
+        cls_id, sep_id, pad_id: the special token ids.
+
+    Returns:
+        dict of tensors, one row per window, windows of one example consecutive and in order:
+        `token_ids`, `segment_ids`, `padding_mask` (windows, length) int32; `example_index`
+        (windows,) int32; `offsets` (windows, length, 2) int64 (-1 outside the context);
+        `context_mask`, `max_context_mask` (windows, length) bool.
+    """
+    length = max_sequence_length
+    question_ids = question_ids[:, :max_query_length]
+    q = tf.cast(question_ids.row_lengths(), tf.int64)  # (batch,)
+    n = tf.cast(context_ids.row_lengths(), tf.int64)
+    window = length - q - 3
+    step = tf.maximum(tf.minimum(window, doc_stride), 1)
+    # _window_starts: windows at 0, step, 2 step, ... until one reaches the end of the context.
+    count = tf.where(n <= window, tf.ones_like(n), (n - window + step - 1) // step + 1)
+    count = tf.where((n > 0) & (window >= 1), count, tf.zeros_like(n))
+    example = tf.repeat(tf.range(tf.size(n, out_type=tf.int64)), count)  # (windows,)
+    first_window = tf.cumsum(count, exclusive=True)
+    k = tf.range(tf.size(example, out_type=tf.int64)) - tf.gather(first_window, example)
+    q_w, n_w, window_w = (tf.gather(t, example)[:, None] for t in (q, n, window))
+    s = k[:, None] * tf.gather(step, example)[:, None]  # (windows, 1) first context token
+    m = tf.minimum(window_w, n_w - s)  # context tokens in the window
+
+    j = tf.range(length, dtype=tf.int64)[None, :]  # position in the window
+    in_question = (j >= 1) & (j <= q_w)
+    in_context = (j >= q_w + 2) & (j < q_w + 2 + m)
+    used = j <= q_w + 2 + m  # up to the final [SEP]
+    p = s + j - q_w - 2  # context token index within the example, where in_context
+
+    def take(ragged, index, mask, fill):
+        # Gather ragged values of each window's example at `index` where `mask` (clipped
+        # elsewhere, so empty inputs never index out of range).
+        values = tf.concat([ragged.flat_values, tf.zeros([1], ragged.flat_values.dtype)], 0)
+        flat = tf.gather(tf.cast(ragged.row_splits, tf.int64), example)[:, None] + index
+        flat = tf.where(mask, flat, tf.cast(tf.size(values) - 1, tf.int64))
+        return tf.where(mask, tf.gather(values, flat), tf.cast(fill, values.dtype))
+
+    token_ids = tf.where(j == 0, cls_id, tf.where(
+        (j == q_w + 1) | (j == q_w + 2 + m), sep_id, pad_id))
+    token_ids = tf.where(in_question, take(question_ids, j - 1, in_question, 0),
+                         tf.cast(token_ids, question_ids.dtype))
+    token_ids = tf.where(in_context, take(context_ids, p, in_context, 0),
+                         tf.cast(token_ids, question_ids.dtype))
+    starts = take(context_starts, p, in_context, -1)
+    ends = take(context_ends, p, in_context, -1)
+    offsets = tf.cast(tf.stack([starts, ends], axis=-1), tf.int64)
+
+    # _check_is_max_context: a token's best window maximises min(left, right) + 0.01 * window
+    # length (float64, as numpy computes it); the first such window wins.
+    score = (tf.cast(tf.minimum(p - s, s + m - 1 - p), tf.float64)
+             + 0.01 * tf.cast(m, tf.float64))
+    token = tf.gather(tf.cast(context_ids.row_splits, tf.int64), example)[:, None] + p
+    tokens = tf.cast(tf.size(context_ids.flat_values), tf.int64) + 1  # + 1: a dump segment
+    token = tf.where(in_context, token, tokens - 1)
+    best = tf.math.unsorted_segment_max(tf.reshape(score, [-1]), tf.reshape(token, [-1]),
+                                        tokens)
+    is_best = in_context & (score == tf.gather(best, token))
+    rows = tf.broadcast_to(tf.range(tf.size(example, out_type=tf.int64))[:, None],
+                           tf.shape(token))
+    first = tf.math.unsorted_segment_min(
+        tf.reshape(tf.where(is_best, rows, tf.int64.max), [-1]), tf.reshape(token, [-1]),
+        tokens)
+    max_context = in_context & (tf.gather(first, token) == rows)
+    return {
+        "token_ids": tf.cast(token_ids, tf.int32),
+        "segment_ids": tf.cast(in_context | (j == q_w + 2 + m), tf.int32),
+        "padding_mask": tf.cast(used, tf.int32),
+        "example_index": tf.cast(example, tf.int32),
+        "offsets": offsets,
+        "context_mask": in_context,
+        "max_context_mask": max_context,
+    }
