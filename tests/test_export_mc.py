@@ -1,0 +1,126 @@
+"""Multiple-choice export: tiny SWAG and RACE runs exported, served in a fresh process
+(tensorflow and tensorflow_text only), their choices and probabilities equal to the Python
+pipeline's (`MultipleChoiceTask.predict` and the inference model's logits on `dataset("dev")`).
+
+CI serves RACE in GPT-1 style (the question after the article, the article cut to fit) and
+SWAG in BERT style; ZOO_ALL_STYLES=1 adds the other styles and Story Cloze (as
+tests/test_multiple_choice.py). BERT's sentence B for RACE questions is checked against
+`_sentence_b` on every RACE dev question without training.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+from tests.harness import saved_model_signatures, serve_fresh
+from tests.test_multiple_choice import DEV, LENGTH, TRAIN
+from tests.test_training import TINY
+from zoo import config as config_lib
+from zoo import export, training
+from zoo.data import read_examples
+from zoo.data.samples import LAYOUT
+
+ALL_STYLES = os.environ.get("ZOO_ALL_STYLES") == "1"
+CI_STYLE = {"swag": "bert", "race": "gpt1", "story_cloze": None}
+
+
+def cases():
+    for task in CI_STYLE:
+        for style in ("bert", "gpt1"):
+            marks = [] if style == CI_STYLE[task] or ALL_STYLES else [pytest.mark.skip(
+                reason="reduced form: CI serves SWAG in BERT style and RACE in GPT-1 style; "
+                       "ZOO_ALL_STYLES=1 serves this one too")]
+            yield pytest.param(task, style, marks=marks, id=f"{task}-{style}")
+
+
+def client_inputs(task, columns):
+    """What a client sends: RACE's context is the article, a newline and the question."""
+    if task == "race":
+        return [f"{a}\n{q}" for a, q in zip(columns["context"], columns["question"])]
+    return list(columns["context"])
+
+
+def softmax(logits):
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("task_name, style", list(cases()))
+def test_export_equals_the_python_pipeline(sample_data, tmp_path, task_name, style):
+    from tasks.classification import _inference_model
+
+    root = sample_data["root"]
+    run_dir = tmp_path / "run"
+    config = config_lib.resolve(f"{style}/{task_name}", TINY[style] + [
+        f"model.vocabulary={sample_data['wordpiece' if style == 'bert' else 'bpe']}",
+        f"data.dir={os.path.dirname(root / LAYOUT[task_name][TRAIN[task_name]])}",
+        f"data.sequence_length={LENGTH[task_name, style]}", "train.batch_size=16",
+        "train.learning_rate=1e-3", "train.warmup_fraction=0.1", "train.epochs=1",
+        "train.deterministic=true", "train.eval_every=100000"])
+    training.train(config, str(run_dir))
+    saved = export.export(str(run_dir), str(tmp_path / "export"), progress=lambda line: None)
+    _, task, model = export.load_task(str(run_dir))
+
+    signatures = saved_model_signatures(saved)
+    signatures.pop("__saved_model_init_op", None)
+    ids = {"token_ids", "padding_mask"} | ({"segment_ids"} if style == "bert" else set())
+    assert signatures == {"serving_default": ({"context", "choices"}, {"probabilities", "choice"}),
+                          "serving_ids": (ids, {"probabilities", "choice"})}
+
+    # The Python pipeline on the dev file.
+    columns = task.examples("dev")
+    predicted = task.predict(model, "dev")
+    probabilities = softmax(_inference_model(model).predict(
+        task.dataset("dev").map(lambda x, *_: x), verbose=0)["logits"].astype("float64"))
+    assert predicted == probabilities.argmax(-1).tolist()
+    contexts, choices = client_inputs(task_name, columns), columns["choices"]
+    n = len(choices[0])
+    x = next(iter(task.dataset("dev", batch_size=3)))[0]
+    long = ("word " * 20_000)[:100_000]
+    results = serve_fresh(saved, [
+        {"context": contexts, "choices": choices},
+        # k = n + 1: the first choice again; k = 1.
+        {"context": contexts[:3], "choices": [c + [c[0]] for c in choices[:3]]},
+        {"context": contexts[:2], "choices": [c[:1] for c in choices[:2]]},
+        {"context": ["", contexts[0]], "choices": [[""] * n, [""] * n]},
+        {"context": [long, b"\xff\xfe caf\xc3"], "choices": [[long] * n, [b"\xc3\x28"] * n]},
+        {"context": np.array([], object), "choices": np.zeros((0, n), object)},
+        {"context": contexts[:1], "choices": np.zeros((1, 0), object)},
+        {"context": contexts[:2], "choices": choices[:1]},
+        ("serving_ids", {k: v.numpy() for k, v in x.items()})])
+
+    served = results[0]
+    assert served["choice"].tolist() == predicted and len(predicted) >= 40
+    np.testing.assert_allclose(served["probabilities"], probabilities, atol=1e-5)
+    # Another width: the scores are per sequence, so the first n renormalize to the Python
+    # probabilities and the repeated choice scores as the first.
+    wide = results[1]["probabilities"]
+    assert wide.shape == (3, n + 1)
+    np.testing.assert_allclose(wide[:, :n] / wide[:, :n].sum(-1, keepdims=True),
+                               probabilities[:3], atol=1e-5)
+    np.testing.assert_allclose(wide[:, n], wide[:, 0], atol=1e-6)
+    assert results[2]["probabilities"].tolist() == [[1.0], [1.0]]
+    assert results[2]["choice"].tolist() == [0, 0]
+    for result in results[3:5]:  # empty strings; 100,000 characters and invalid UTF-8
+        assert result["probabilities"].shape == (2, n)
+        assert np.all(np.isfinite(result["probabilities"]))
+        np.testing.assert_allclose(result["probabilities"].sum(-1), 1.0, atol=1e-5)
+    assert results[5]["probabilities"].shape == (0, n) and results[5]["choice"].shape == (0,)
+    assert "at least one choice per question" in results[6]["error"]
+    assert "differ in batch size" in results[7]["error"]
+    np.testing.assert_allclose(results[8]["probabilities"], probabilities[:3], atol=1e-5)
+    assert results[8]["choice"].tolist() == predicted[:3]
+
+
+def test_bert_sentence_b_in_the_graph_equals_python(sample_data):
+    import tensorflow as tf
+
+    from tasks.multiple_choice import _sentence_b, _sentence_b_graph
+
+    pairs = [(e["question"], c) for e in read_examples("race", sample_data["root"] / LAYOUT[
+        "race"][DEV["race"]]) for c in e["choices"]]
+    pairs += [("", "alone"), ("_ and _", "x"), ("ends in _", ""), ("_", "y")]
+    assert any("_" in q for q, _ in pairs) and any(q and "_" not in q for q, _ in pairs)
+    got = _sentence_b_graph(tf.constant([q for q, _ in pairs]), tf.constant([c for _, c in pairs]))
+    assert [s.decode() for s in got.numpy()] == [_sentence_b(q, c) for q, c in pairs]
