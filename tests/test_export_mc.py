@@ -62,21 +62,31 @@ def test_export_equals_the_python_pipeline(sample_data, tmp_path, task_name, sty
     saved = export.export(str(run_dir), str(tmp_path / "export"), progress=lambda line: None)
     _, task, model = export.load_task(str(run_dir))
 
-    signatures = saved_model_signatures(saved)
-    signatures.pop("__saved_model_init_op", None)
     ids = {"token_ids", "padding_mask"} | ({"segment_ids"} if style == "bert" else set())
-    assert signatures == {"serving_default": ({"context", "choices"}, {"probabilities", "choice"}),
-                          "serving_ids": (ids, {"probabilities", "choice"})}
+    expected = {"serving_default": ({"context", "choices"}, {"probabilities", "choice"}),
+                "serving_ids": (ids, {"probabilities", "choice"})}
+    if style == CI_STYLE["race"]:  # saved_model_cli takes seconds: once in CI is enough
+        signatures = saved_model_signatures(saved)
+        signatures.pop("__saved_model_init_op", None)
+        assert signatures == expected
 
-    # The Python pipeline on the dev file.
+    # The Python pipeline on the dev file: `predict`'s batches and model, its logits kept.
     columns = task.examples("dev")
-    predicted = task.predict(model, "dev")
-    probabilities = softmax(_inference_model(model).predict(
-        task.dataset("dev").map(lambda x, *_: x), verbose=0)["logits"].astype("float64"))
-    assert predicted == probabilities.argmax(-1).tolist()
+    batches = [x for x, *_ in task.dataset("dev")]
+    inference = _inference_model(model)
+    probabilities = softmax(np.concatenate([inference.predict_on_batch(x)["logits"]
+                                            for x in batches]).astype("float64"))
+    predicted = probabilities.argmax(-1).tolist()
+    top = np.sort(probabilities, axis=-1)
+    # A tiny model trained for one epoch scores the choices close together (measured: the
+    # best two within 1e-5 on a few % of the questions, float32 rounding moves served
+    # probabilities by ~5e-8). The served probabilities must agree to 1e-6, so the choice
+    # must agree wherever the best two are more than 2e-6 apart: most questions.
+    clear = top[:, -1] - top[:, -2] > 2e-6
+    assert clear.mean() >= 0.75, np.sort(top[:, -1] - top[:, -2])
     contexts, choices = client_inputs(task_name, columns), columns["choices"]
     n = len(choices[0])
-    x = next(iter(task.dataset("dev", batch_size=3)))[0]
+    x = {key: value[:3] for key, value in batches[0].items()}
     long = ("word " * 20_000)[:100_000]
     results = serve_fresh(saved, [
         {"context": contexts, "choices": choices},
@@ -91,8 +101,12 @@ def test_export_equals_the_python_pipeline(sample_data, tmp_path, task_name, sty
         ("serving_ids", {k: v.numpy() for k, v in x.items()})])
 
     served = results[0]
-    assert served["choice"].tolist() == predicted and len(predicted) >= 40
-    np.testing.assert_allclose(served["probabilities"], probabilities, atol=1e-5)
+    assert len(predicted) >= 40
+    assert served["choice"][clear].tolist() == np.array(predicted)[clear].tolist()
+    assert served["choice"].tolist() == served["probabilities"].argmax(-1).tolist()
+    assert set(served) == expected["serving_default"][1]
+    assert set(results[8]) == expected["serving_ids"][1]
+    np.testing.assert_allclose(served["probabilities"], probabilities, atol=1e-6)
     # Another width: the scores are per sequence, so the first n renormalize to the Python
     # probabilities and the repeated choice scores as the first.
     wide = results[1]["probabilities"]
@@ -109,8 +123,8 @@ def test_export_equals_the_python_pipeline(sample_data, tmp_path, task_name, sty
     assert results[5]["probabilities"].shape == (0, n) and results[5]["choice"].shape == (0,)
     assert "at least one choice per question" in results[6]["error"]
     assert "differ in batch size" in results[7]["error"]
-    np.testing.assert_allclose(results[8]["probabilities"], probabilities[:3], atol=1e-5)
-    assert results[8]["choice"].tolist() == predicted[:3]
+    np.testing.assert_allclose(results[8]["probabilities"], probabilities[:3], atol=1e-6)
+    assert results[8]["choice"][clear[:3]].tolist() == np.array(predicted[:3])[clear[:3]].tolist()
 
 
 def test_bert_sentence_b_in_the_graph_equals_python(sample_data):

@@ -2,10 +2,12 @@
 tensorflow_text only), its words and tags equal to `TaggingTask.predict` on the same words.
 
 The expected tags come from the Python pipeline (`predict` on a CoNLL file, tested against
-conlleval and `zoo score` in tests/test_ner.py), never from the graph. The odd sentences the
-Python pipeline can read (a 100,000-character sentence cut by the sequence length, words that
+conlleval and `zoo score` in tests/test_ner.py), never from the graph. The feature-based
+tagger is served too under ZOO_ALL_STYLES=1. The odd sentences the Python pipeline can read (a 100,000-character sentence cut by the sequence length, words that
 tokenize to nothing, U+FFFD from invalid bytes) go through a CoNLL file of their own.
 """
+
+import os
 
 import numpy as np
 import pytest
@@ -91,3 +93,19 @@ def test_fine_tuned_export_equals_predict(fine_tuned, tmp_path):
     names = np.array(task.labels)[probabilities.argmax(-1)]
     assert results[4]["tags"].astype(str).tolist() == names.tolist()
     assert results[5]["words"].shape == results[5]["tags"].shape == (1, 0)
+
+
+@pytest.mark.skipif(os.environ.get("ZOO_ALL_STYLES") != "1", reason=(
+    "reduced form: a second run, export and serving process cost ~35 s; the feature-based "
+    "model shares the serving code of the fine-tuned one; ZOO_ALL_STYLES=1 runs it"))
+def test_feature_based_export_equals_predict(sample_data, tmp_path):
+    """The feature-based tagger (frozen encoder, BiLSTM, classifier) serves like predict."""
+    saved, task, model = _train_and_export(
+        sample_data, tmp_path, "model.features=sum_last_four", "model.lstm_units=8",
+        "model.backbone.num_layers=4", "train.steps=4")
+    assert type(model).__name__ == "BertFeatureTagger"
+    path = _conll(tmp_path / "few.txt", task.examples("dev")["words"][:8])
+    sentences = task.examples("dev", path)["words"]
+    expected, _ = task.predict(model, path=path)
+    served = serve_fresh(saved, [{"text": [" ".join(s) for s in sentences]}])[0]
+    assert _rows(served) == list(zip(sentences, expected))
