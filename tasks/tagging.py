@@ -212,12 +212,13 @@ class TaggingTask:
         """Serving signatures (zoo.export): raw sentences in, words and their tags out.
 
         `serving_default`: `text` [batch] string, one sentence of whitespace-separated words
-        (split on runs of ASCII whitespace: space, tab, newline, CR, VT, FF; other Unicode spaces
-        stay inside a word, which a CoNLL word never holds) -> `words` and `tags` [batch, max_words] string, padded with "". The tags
-        are the training data's names in IOB2 (as `evaluate` predicts and scores them), read
-        at each word's first sub-token exactly as `predict` does: a word with no token (it
-        tokenizes to nothing, e.g. a lone control character, or `data.sequence_length` cuts it
-        off; there is no windowing, as in training) is tagged "O".
+        (split on runs of ASCII whitespace: space, tab, newline, CR, VT, FF; other Unicode
+        spaces stay inside a word, which a CoNLL word never holds) -> `words` and `tags`
+        [batch, max_words] string, padded with "". The tags are the training data's names in
+        IOB2 (as `evaluate` predicts and scores them), read at each word's first sub-token
+        exactly as `predict` does: a word with no token (it tokenizes to nothing, e.g. a lone
+        control character or soft hyphen, or `data.sequence_length` cuts it off; there is no
+        windowing, as in training) is tagged "O".
 
         Defined outputs for odd input: an empty or all-whitespace text has no words (its row
         is all ""; a batch of only such texts gives [batch, 0]); a batch of 0 gives [0, 0];

@@ -2,9 +2,10 @@
 tensorflow_text only), its words and tags equal to `TaggingTask.predict` on the same words.
 
 The expected tags come from the Python pipeline (`predict` on a CoNLL file, tested against
-conlleval and `zoo score` in tests/test_ner.py), never from the graph. The feature-based
-tagger is served too under ZOO_ALL_STYLES=1. The odd sentences the Python pipeline can read (a 100,000-character sentence cut by the sequence length, words that
-tokenize to nothing, U+FFFD from invalid bytes) go through a CoNLL file of their own.
+conlleval and `zoo score` in tests/test_ner.py), never from the graph. The odd sentences the
+Python pipeline can read (a 100,000-character sentence cut by the sequence length, words that
+tokenize to nothing, U+FFFD from invalid bytes) go through a CoNLL file of their own. The
+feature-based tagger is served too under ZOO_ALL_STYLES=1.
 """
 
 import os
