@@ -262,9 +262,9 @@ class MultipleChoiceTask:
           - Story Cloze: `context` the four sentences joined by single spaces, `choices` the
             two endings.
           - RACE: `context` the article, a newline, then the question
-            (`article + "\n" + question`): the question is the text after the last newline,
+            (`article + "\\n" + question`): the question is the text after the last newline,
             the article everything before it (a context without a newline is an article with
-            no question; an article with newlines and no question ends in "\n"); `choices`
+            no question; an article with newlines and no question ends in "\\n"); `choices`
             the options as written. The graph composes BERT's sentence B as `_sentence_b`
             does (a cloze question gets the option in its `_` blanks, another gets
             `question + " " + option`); GPT-1 puts the question after the article, which is
@@ -282,7 +282,7 @@ class MultipleChoiceTask:
         from zoo import export
 
         inference = _inference_model(model)
-        tok, length, n = self.tokenizer, self.config.data.sequence_length, self.num_choices
+        n = self.num_choices
 
         def answer(flat, batch, k):
             """Outputs from (batch * k, sequence) packed choices: the model scores groups of
@@ -304,43 +304,9 @@ class MultipleChoiceTask:
                 message="choices: at least one choice per question")
 
         def raw(context, choices):
-            def utf8(text):
-                return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace",
-                                                    replacement_char=0xFFFD)
-
-            context, choices = utf8(context), utf8(choices)
             batch, k = tf.shape(choices)[0], tf.shape(choices)[1]
             with tf.control_dependencies([checked(batch, k)]):
-                options = tf.reshape(choices, [-1])  # (batch * k,), question-major
-            owner = tf.repeat(tf.range(batch), k)  # the question of each flat choice
-            question = tf.fill(tf.shape(context), "")
-            if self.name == "race":
-                split = tf.strings.regex_full_match(context, r"(?s).*\n.*")
-                question = tf.where(split, tf.strings.regex_replace(context, r"(?s)^.*\n", ""),
-                                    "")
-                context = tf.where(split, tf.strings.regex_replace(
-                    context, r"(?s)\n[^\n]*$", ""), context)
-            if not self.gpt:
-                second = _sentence_b_graph(tf.gather(question, owner), options)
-                x = packing.pack_bert_multiple_choice(
-                    tf.gather(tok(context), owner), [tok(second)], length, tok.cls_token_id,
-                    tok.sep_token_id, tok.pad_token_id)
-            else:
-                start, delimiter, extract = (tok.token_to_id(t) for t in tok.special_tokens)
-                answers, document, asked = tok(options), tok(context), tok(question)
-                # As `_encode`: the document loses its end so the question and the longest
-                # answer of its question fit.
-                lengths = tf.reshape(tf.cast(answers.row_lengths(), tf.int32),
-                                     tf.stack([batch, k]))
-                longest = tf.reduce_max(tf.concat([lengths, tf.zeros([batch, 1], tf.int32)],
-                                                  axis=1), axis=1)
-                keep = tf.maximum(length - 3 - tf.cast(asked.row_lengths(), tf.int32)
-                                  - longest, 0)
-                positions = tf.ragged.range(tf.cast(document.row_lengths(), tf.int32))
-                document = tf.ragged.boolean_mask(document, positions < keep[:, tf.newaxis])
-                x = packing.pack_gpt_multiple_choice(
-                    tf.gather(tf.concat([document, asked], axis=1), owner), [answers], length,
-                    start, delimiter, extract)
+                x = self.serving_inputs(context, choices)
             return answer({key: value[:, 0] for key, value in x.items()}, batch, k)
 
         def ids(**x):
@@ -360,6 +326,46 @@ class MultipleChoiceTask:
             export.IDS: export.Signature(specs, ids, outputs, "packed token ids [batch, k, "
                                          "sequence] in, probabilities and the choice out"),
         }
+
+    def serving_inputs(self, context, choices):
+        """`serving_default`'s packing (TF ops): raw `context` [batch] and `choices` [batch, k]
+        strings (as `serving` documents them) -> packed model inputs, each
+        (batch * k, 1, sequence_length), question-major; `_encode`'s packing of the same
+        question, choice by choice."""
+        tok, length = self.tokenizer, self.config.data.sequence_length
+
+        def utf8(text):
+            return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace",
+                                                replacement_char=0xFFFD)
+
+        context, choices = utf8(context), utf8(choices)
+        batch, k = tf.shape(choices)[0], tf.shape(choices)[1]
+        options = tf.reshape(choices, [-1])  # (batch * k,)
+        owner = tf.repeat(tf.range(batch), k)  # the question of each flat choice
+        question = tf.fill(tf.shape(context), "")
+        if self.name == "race":  # the question is the context's last line
+            split = tf.strings.regex_full_match(context, r"(?s).*\n.*")
+            question = tf.where(split, tf.strings.regex_replace(context, r"(?s)^.*\n", ""), "")
+            context = tf.where(split, tf.strings.regex_replace(context, r"(?s)\n[^\n]*$", ""),
+                               context)
+        if not self.gpt:
+            second = _sentence_b_graph(tf.gather(question, owner), options)
+            return packing.pack_bert_multiple_choice(
+                tf.gather(tok(context), owner), [tok(second)], length, tok.cls_token_id,
+                tok.sep_token_id, tok.pad_token_id)
+        start, delimiter, extract = (tok.token_to_id(t) for t in tok.special_tokens)
+        answers, document, asked = tok(options), tok(context), tok(question)
+        # As `_encode`: the document loses its end so the question and the longest answer of
+        # its question fit.
+        lengths = tf.reshape(tf.cast(answers.row_lengths(), tf.int32), tf.stack([batch, k]))
+        longest = tf.reduce_max(tf.concat([lengths, tf.zeros([batch, 1], tf.int32)], axis=1),
+                                axis=1)
+        keep = tf.maximum(length - 3 - tf.cast(asked.row_lengths(), tf.int32) - longest, 0)
+        positions = tf.ragged.range(tf.cast(document.row_lengths(), tf.int32))
+        document = tf.ragged.boolean_mask(document, positions < keep[:, tf.newaxis])
+        return packing.pack_gpt_multiple_choice(
+            tf.gather(tf.concat([document, asked], axis=1), owner), [answers], length, start,
+            delimiter, extract)
 
     def describe(self, predictions, limit):
         """A markdown table of the first questions with gold and predicted answers."""
