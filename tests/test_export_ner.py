@@ -12,11 +12,13 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_ner import overrides
 from zoo import config as config_lib
 from zoo import export, training
+from zoo.data.ner import align_tokens
 
 
 def _conll(path, sentences):
@@ -74,7 +76,9 @@ def test_fine_tuned_export_equals_predict(fine_tuned, tmp_path):
     texts = [" ".join(s) for s in dev]
     odd_texts = [" ".join(long), " ".join(odd[1]), "\t".join(odd[2]),
                  b"Anna \xff\xfe lives  in\n\xc3Paris"]
-    x = next(iter(task.dataset("dev", batch_size=4)))[0]
+    x = align_tokens(tf.ragged.constant(dev[:4]), task.tokenizer,
+                     task.config.data.sequence_length)
+    x = {key: x[key] for key in ("token_ids", "segment_ids", "padding_mask")}
     results = serve_fresh(saved, [
         {"text": texts}, {"text": odd_texts},
         {"text": ["", "   ", dev[2][0]]}, {"text": np.array([], object)},
