@@ -1,0 +1,116 @@
+"""NER export: a tiny CoNLL-2003 run exported, served in a fresh process (tensorflow and
+tensorflow_text only), its words and tags equal to `TaggingTask.predict` on the same words.
+
+The expected tags come from the Python pipeline (`predict` on a CoNLL file, tested against
+conlleval and `zoo score` in tests/test_ner.py), never from the graph. The odd sentences the
+Python pipeline can read (a 100,000-character sentence cut by the sequence length, words that
+tokenize to nothing, U+FFFD from invalid bytes) go through a CoNLL file of their own. The
+feature-based tagger is served too under ZOO_ALL_STYLES=1.
+"""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.harness import saved_model_signatures, serve_fresh
+from tests.test_ner import overrides
+from zoo import config as config_lib
+from zoo import export, training
+from zoo.data.ner import align_tokens
+
+
+def _conll(path, sentences):
+    """A 2-column CoNLL file of `sentences` (lists of words), every tag O."""
+    path.write_text("".join("".join(f"{w} O\n" for w in s) + "\n" for s in sentences),
+                    encoding="utf-8")
+    return str(path)
+
+
+def _train_and_export(sample_data, root, *extra):
+    run_dir = root / "run"
+    config = config_lib.resolve("bert/conll2003", overrides(sample_data, *extra))
+    training.train(config, str(run_dir))
+    saved = export.export(str(run_dir), str(root / "export"), progress=lambda line: None)
+    _, task, model = export.load_task(str(run_dir))
+    return saved, task, model
+
+
+def _rows(result):
+    """[(words, tags)] of a serving_default result, the "" padding removed."""
+    rows = []
+    for words, tags in zip(result["words"], result["tags"]):
+        n = sum(1 for w in words if w)
+        assert all(not w for w in words[n:]) and all(not t for t in tags[n:])
+        rows.append(([w.decode() for w in words[:n]], [t.decode() for t in tags[:n]]))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def fine_tuned(sample_data, tmp_path_factory):
+    return _train_and_export(sample_data, tmp_path_factory.mktemp("export_ner"),
+                             "train.epochs=3")
+
+
+def test_fine_tuned_export_equals_predict(fine_tuned, tmp_path):
+    saved, task, model = fine_tuned
+    signatures = saved_model_signatures(saved)
+    signatures.pop("__saved_model_init_op", None)
+    assert signatures == {
+        "serving_default": ({"text"}, {"words", "tags"}),
+        "serving_ids": ({"token_ids", "segment_ids", "padding_mask"}, {"probabilities", "tags"})}
+    dev = task.examples("dev")["words"]
+    expected, _ = task.predict(model, "dev")
+    assert sum(t != "O" for s in expected for t in s) > 0  # the run tags entities
+    # Odd sentences, read by the Python pipeline from a file of their own.
+    vocabulary = [w for s in dev for w in s]
+    long, size = [], 0
+    while size < 100_000:
+        long.append(vocabulary[len(long) % len(vocabulary)])
+        size += len(long[-1]) + 1
+    odd = [long, dev[0][:2] + ["\xad"] + dev[0][2:], ["\x07", *dev[1], "\x07"],
+           ["Anna", "\ufffd\ufffd", "lives", "in", "\ufffdParis"]]
+    odd_expected, unpredicted = task.predict(model, path=_conll(tmp_path / "odd.txt", odd))
+    assert unpredicted > len(long) - 48  # the cut words and the empty ones are "O"
+    texts = [" ".join(s) for s in dev]
+    odd_texts = [" ".join(long), " ".join(odd[1]), "\t".join(odd[2]),
+                 b"Anna \xff\xfe lives  in\n\xc3Paris"]
+    x = align_tokens(tf.ragged.constant(dev[:4]), task.tokenizer,
+                     task.config.data.sequence_length)
+    x = {key: x[key] for key in ("token_ids", "segment_ids", "padding_mask")}
+    results = serve_fresh(saved, [
+        {"text": texts}, {"text": odd_texts},
+        {"text": ["", "   ", dev[2][0]]}, {"text": np.array([], object)},
+        ("serving_ids", {k: v.numpy() for k, v in x.items()}), {"text": [""]}])
+    assert _rows(results[0]) == list(zip(dev, expected))
+    assert len(dev) >= 50 and results[0]["words"].shape[1] == max(map(len, dev))
+    assert _rows(results[1]) == list(zip(odd, odd_expected))
+    # Empty and blank texts have no words: their rows are all "".
+    assert results[2]["words"].shape == (3, 1)
+    assert results[2]["words"][:2].tolist() == [[b""], [b""]]
+    assert results[2]["tags"][:2].tolist() == [[b""], [b""]]
+    assert results[3]["words"].shape == results[3]["tags"].shape == (0, 0)
+    probabilities = model.predict_on_batch(x)["logits"]
+    probabilities = np.exp(probabilities - probabilities.max(-1, keepdims=True))
+    probabilities /= probabilities.sum(-1, keepdims=True)
+    np.testing.assert_allclose(results[4]["probabilities"], probabilities, atol=1e-5)
+    names = np.array(task.labels)[probabilities.argmax(-1)]
+    assert results[4]["tags"].astype(str).tolist() == names.tolist()
+    assert results[5]["words"].shape == results[5]["tags"].shape == (1, 0)
+
+
+@pytest.mark.skipif(os.environ.get("ZOO_ALL_STYLES") != "1", reason=(
+    "reduced form: a second run, export and serving process cost ~35 s; the feature-based "
+    "model shares the serving code of the fine-tuned one; ZOO_ALL_STYLES=1 runs it"))
+def test_feature_based_export_equals_predict(sample_data, tmp_path):
+    """The feature-based tagger (frozen encoder, BiLSTM, classifier) serves like predict."""
+    saved, task, model = _train_and_export(
+        sample_data, tmp_path, "model.features=sum_last_four", "model.lstm_units=8",
+        "model.backbone.num_layers=4", "train.steps=4")
+    assert type(model).__name__ == "BertFeatureTagger"
+    path = _conll(tmp_path / "few.txt", task.examples("dev")["words"][:8])
+    sentences = task.examples("dev", path)["words"]
+    expected, _ = task.predict(model, path=path)
+    served = serve_fresh(saved, [{"text": [" ".join(s) for s in sentences]}])[0]
+    assert _rows(served) == list(zip(sentences, expected))
