@@ -320,7 +320,8 @@ def jax_distribution(train):
         The distribution, or None for a tf.distribute strategy.
 
     Raises:
-        ConfigError: a jax_* strategy under another backend, or more devices than JAX has.
+        ConfigError: a jax_* strategy under another backend, without train.jit_compile, or
+            with more devices than JAX has.
     """
     if not train.strategy.startswith("jax_"):
         return None
@@ -329,6 +330,13 @@ def jax_distribution(train):
             f"train.strategy {train.strategy}: keras.distribution over JAX devices needs "
             f"KERAS_BACKEND=jax (this is {keras.backend.backend()}); with TensorFlow use "
             "mirrored, multi_worker_mirrored or tpu")
+    if not train.jit_compile:
+        # Op by op, every small op with a collective is its own XLA:CPU program, and the
+        # devices' threads can wait on different ones: such runs hit XLA's 40 s rendezvous
+        # timeout here (2 of 2 ModelParallel runs on 2 CPU devices), besides being slow.
+        raise config_lib.ConfigError(
+            f"train.strategy {train.strategy}: needs train.jit_compile=true (one compiled "
+            "program per step; op-by-op collectives across JAX devices can stall)")
     available = keras.distribution.list_devices()
     count = train.devices or len(available)
     if count > len(available):
