@@ -117,9 +117,14 @@ def model_parallel_forward():
     return out
 
 
+def jax_checks(root, vocabulary, tmp):
+    """Both of the above in one process (one JAX start-up for the module)."""
+    return {**train_each_strategy(root, vocabulary, tmp), **model_parallel_forward()}
+
+
 @pytest.fixture(scope="module")
 def trained(sample_data, tmp_path_factory):
-    return run_in_backend("jax", "tests.test_jax_distribution:train_each_strategy",
+    return run_in_backend("jax", "tests.test_jax_distribution:jax_checks",
                           sample_data["root"], sample_data["wordpiece"],
                           tmp_path_factory.mktemp("jax_runs"), env=TWO_DEVICES)
 
@@ -135,12 +140,14 @@ def _max_diff(result, strategy):
 
 def test_data_parallel_training_equals_one_device(trained):
     diff, _ = _max_diff(trained, "jax_data_parallel")
+    print(f"jax_data_parallel: max abs weight diff {diff:.3g}")
     assert diff <= 1e-5, diff
     assert trained["jax_data_parallel:accuracy"] == trained["default:accuracy"]
 
 
 def test_model_parallel_training_equals_one_device(trained):
     diff, _ = _max_diff(trained, "jax_model_parallel")
+    print(f"jax_model_parallel: max abs weight diff {diff:.3g}")
     assert diff <= 1e-5, diff
     assert trained["jax_model_parallel:accuracy"] == trained["default:accuracy"]
 
@@ -159,9 +166,8 @@ def test_jax_strategies_under_tensorflow_are_a_config_error(strategy, sample_dat
     assert not (tmp_path / "run").exists()
 
 
-def test_model_parallel_layout_shards_every_block_kernel_and_keeps_outputs():
-    result = run_in_backend("jax", "tests.test_jax_distribution:model_parallel_forward",
-                            env=TWO_DEVICES)
+def test_model_parallel_layout_shards_every_block_kernel_and_keeps_outputs(trained):
+    result = trained
     per_block = {"attention/query/kernel": 1, "attention/query/bias": 0,
                  "attention/key/kernel": 1, "attention/key/bias": 0,
                  "attention/value/kernel": 1, "attention/value/bias": 0,
@@ -178,4 +184,5 @@ def test_model_parallel_layout_shards_every_block_kernel_and_keeps_outputs():
         for key in keys:
             diff = np.max(np.abs(result[f"{family}:single:{key}"]
                                  - result[f"{family}:sharded:{key}"]))
+            print(f"{family} {key}: max abs diff {diff:.3g}")
             assert diff <= 1e-5, (family, key, diff)
