@@ -18,11 +18,14 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BACKENDS = ("tensorflow", "jax", "torch")
 
 
-def run_in_backend(backend, function, *args, timeout=900):
-    """Run `module:function(*args)` under `backend` in a fresh process; return its dict of arrays."""
+def run_in_backend(backend, function, *args, timeout=900, env=None):
+    """Run `module:function(*args)` under `backend` in a fresh process; return its dict of arrays.
+
+    `env` adds variables to the process's environment (e.g. XLA_FLAGS for JAX devices).
+    """
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.npz")
-        env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
+        env = dict(os.environ, **(env or {}), KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
                    PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
         proc = subprocess.run(
             [sys.executable, "-m", "tests.harness", out, function, *map(str, args)],

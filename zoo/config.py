@@ -110,7 +110,9 @@ class DataConfig:
     max_answer_length: int = _field(30, "SQuAD: longest predicted answer, in tokens", min=1)
 
 
-STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+# tf.distribute strategies, then keras.distribution over JAX devices (zoo.training).
+STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu",
+              "jax_data_parallel", "jax_model_parallel")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
@@ -142,9 +144,18 @@ class TrainConfig:
     log_every: int = _field(10, "steps between TensorBoard training scalars", min=1)
     seed: int = _field(0, "seed of weights, data order, dropout and masks", min=0)
     deterministic: bool = _field(True, "deterministic TF ops (exact resume, slower)")
-    strategy: str = _field("default", "tf.distribute strategy", choices=STRATEGIES)
+    strategy: str = _field("default", "how training is spread over devices: a tf.distribute "
+                           "strategy (default, one_device, mirrored, multi_worker_mirrored, tpu;"
+                           " KERAS_BACKEND=tensorflow) or keras.distribution over JAX devices "
+                           "(KERAS_BACKEND=jax): jax_data_parallel (DataParallel, each device "
+                           "a slice of the batch) or jax_model_parallel (ModelParallel on a 1 x "
+                           "devices ('batch', 'model') mesh, attention and feed-forward kernels "
+                           "split Megatron-style, see zoo/models/layout.py)",
+                           choices=STRATEGIES)
     devices: int | None = _field(None, "mirrored on CPU: split the CPU into this many logical "
-                                 "devices", min=1)
+                                 "devices; jax_*: use the first this many JAX devices "
+                                 "(default: all; on CPU, XLA_FLAGS="
+                                 "--xla_force_host_platform_device_count=N makes N)", min=1)
     tpu: str = _field("", "TPU name or address for strategy=tpu ('' = local)")
     mixed_precision: str = _field("float32", "Keras dtype policy", choices=PRECISIONS)
     jit_compile: bool = _field(False, "compile train/predict steps with XLA")

@@ -381,13 +381,70 @@ def make_strategy(train):
     return tf.distribute.TPUStrategy(resolver)
 
 
-def _scope(train):
+def jax_distribution(train):
+    """The keras.distribution of `train.strategy` jax_data_parallel / jax_model_parallel.
+
+    `jax_data_parallel` is `keras.distribution.DataParallel` over the first `train.devices`
+    JAX devices (default: all): weights replicated, each device one slice of the global batch.
+    `jax_model_parallel` is `keras.distribution.ModelParallel` on a ("batch", "model") mesh of
+    shape (1, devices) with `zoo.models.layout.layout_map`: transformer kernels split over
+    the devices, every device sees the whole batch. See https://keras.io/guides/distribution/.
+
+    Returns:
+        The distribution, or None for a tf.distribute strategy.
+
+    Raises:
+        ConfigError: a jax_* strategy under another backend, without train.jit_compile, or
+            with more devices than JAX has.
+    """
+    if not train.strategy.startswith("jax_"):
+        return None
+    if keras.backend.backend() != "jax":
+        raise config_lib.ConfigError(
+            f"train.strategy {train.strategy}: keras.distribution over JAX devices needs "
+            f"KERAS_BACKEND=jax (this is {keras.backend.backend()}); with TensorFlow use "
+            "mirrored, multi_worker_mirrored or tpu")
+    if not train.jit_compile:
+        # Op by op, every small op with a collective is its own XLA:CPU program, and the
+        # devices' threads can wait on different ones: such runs hit XLA's 40 s rendezvous
+        # timeout here (2 of 2 ModelParallel runs on 2 CPU devices), besides being slow.
+        raise config_lib.ConfigError(
+            f"train.strategy {train.strategy}: needs train.jit_compile=true (one compiled "
+            "program per step; op-by-op collectives across JAX devices can stall)")
+    available = keras.distribution.list_devices()
+    count = train.devices or len(available)
+    if count > len(available):
+        raise config_lib.ConfigError(
+            f"train.devices {count}: JAX has {len(available)} device(s); on CPU start with "
+            f"XLA_FLAGS=--xla_force_host_platform_device_count={count}")
+    devices = available[:count]
+    if train.strategy == "jax_data_parallel":
+        return keras.distribution.DataParallel(devices=devices)
+    from zoo.models import layout
+
+    mesh = keras.distribution.DeviceMesh((1, count), (layout.BATCH_AXIS, layout.MODEL_AXIS),
+                                         devices)
+    return keras.distribution.ModelParallel(layout_map=layout.layout_map(mesh),
+                                            batch_dim_name=layout.BATCH_AXIS)
+
+
+def _scope(train, distribution=None):
+    """(scope, replicas, description) of `train.strategy`.
+
+    `distribution` is the `jax_distribution` of a jax_* strategy (already checked), which
+    train() makes current itself; its replicas are the size of the mesh's batch axis.
+    """
+    import contextlib
+
+    if distribution is not None:
+        mesh = distribution.device_mesh
+        return contextlib.nullcontext(), mesh.shape[0], (
+            f"{type(distribution).__name__} over {mesh.devices.size} JAX devices, mesh "
+            f"{dict(zip(mesh.axis_names, mesh.shape))}")
     if keras.backend.backend() != "tensorflow":
         if train.strategy != "default":
             raise config_lib.ConfigError(f"train.strategy {train.strategy}: tf.distribute "
                                          "strategies need KERAS_BACKEND=tensorflow")
-        import contextlib
-
         return contextlib.nullcontext(), 1, f"{keras.backend.backend()} backend"
     strategy = make_strategy(train)
     replicas = strategy.num_replicas_in_sync
@@ -713,8 +770,14 @@ def train(config, run_dir, overwrite=False):
         tf_config.enable_op_determinism()
     keras.utils.set_random_seed(train_config.seed)
     logger = None
+    previous_distribution = keras.distribution.distribution()
     try:
-        scope, replicas, where = _scope(train_config)
+        # A JAX distribution must be current while the model is built (it places the
+        # variables) and while it is fitted (it shards each batch), so it is set, not scoped.
+        distribution = jax_distribution(train_config)
+        if distribution is not None:
+            keras.distribution.set_distribution(distribution)
+        scope, replicas, where = _scope(train_config, distribution)
         if train_config.batch_size % replicas:
             raise config_lib.ConfigError(f"train.batch_size {train_config.batch_size} does "
                                          f"not split over {replicas} replicas")
@@ -764,6 +827,7 @@ def train(config, run_dir, overwrite=False):
         if logger is not None:
             logger.close()
         keras.config.set_dtype_policy(previous_policy)
+        keras.distribution.set_distribution(previous_distribution)
         if not was_deterministic:
             tf_config.disable_op_determinism()
     history = read_metrics(run_dir)

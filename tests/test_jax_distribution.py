@@ -1,0 +1,188 @@
+"""JAX training through keras.distribution: `train.strategy` jax_data_parallel and
+jax_model_parallel over two CPU devices give the weights and outputs of one device.
+
+The JAX parts run in a subprocess (tests/harness.py `run_in_backend`) started with
+XLA_FLAGS=--xla_force_host_platform_device_count=2, so JAX sees two CPU devices. The
+expected values are the same code on one device (strategy default, no distribution).
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+from tests.harness import run_in_backend
+from zoo import config as config_lib
+from zoo import training
+
+TWO_DEVICES = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+STRATEGIES = ("default", "jax_data_parallel", "jax_model_parallel")
+STEPS = 4
+
+
+def sst2(root, vocabulary, strategy, *overrides):
+    """A 4-step bert_tiny SST-2 run on the samples; global batch 16 whatever the strategy."""
+    return config_lib.resolve("bert/glue_sst2", [
+        "model.preset=bert_tiny", f"model.vocabulary={vocabulary}",
+        f"data.dir={os.path.join(root, 'glue', 'SST-2')}", "data.sequence_length=32",
+        "train.batch_size=16", "train.learning_rate=1e-3", f"train.steps={STEPS}",
+        f"train.eval_every={STEPS}", f"train.strategy={strategy}", "train.jit_compile=true",
+        *overrides])
+
+
+def train_each_strategy(root, vocabulary, tmp):
+    """Under JAX with 2 devices: train once per strategy; the final weights of each."""
+    import keras
+
+    import zoo  # noqa: F401  (registers the zoo classes)
+
+    assert len(keras.distribution.list_devices()) == 2
+    out = {}
+    for strategy in STRATEGIES:
+        run_dir = os.path.join(tmp, strategy)
+        metrics = training.train(sst2(root, vocabulary, strategy), run_dir)
+        assert keras.distribution.distribution() is None  # train() restores the default
+        out[f"{strategy}:accuracy"] = np.array(metrics["accuracy"])
+        model = keras.saving.load_model(os.path.join(run_dir, "final.keras"))
+        for weight in model.weights:
+            out[f"{strategy}:{weight.path}"] = keras.ops.convert_to_numpy(weight)
+    for name, overrides in (("too_many", ["train.devices=3"]),
+                            ("op_by_op", ["train.jit_compile=false"])):
+        try:
+            training.jax_distribution(sst2(root, vocabulary, "jax_data_parallel",
+                                           *overrides).train)
+        except config_lib.ConfigError as error:
+            out[name] = np.array(str(error))
+    return out
+
+
+def tiny_backbones():
+    """BERT, GPT-1 and ViT backbones of the test size, with their inputs."""
+    from zoo.models import BertBackbone, GPTBackbone, ViTBackbone
+
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1, 100, (4, 16)).astype("int32")
+    mask = np.ones((4, 16), "int32")
+    mask[:, 12:] = 0
+    size = dict(num_layers=2, num_heads=2, hidden_dim=32, intermediate_dim=64)
+    return {
+        "bert": (lambda: BertBackbone(vocabulary_size=100, max_sequence_length=16, **size),
+                 {"token_ids": ids, "segment_ids": (np.arange(16) >= 8).astype("int32")[None]
+                  .repeat(4, 0), "padding_mask": mask}),
+        "gpt1": (lambda: GPTBackbone(vocabulary_size=100, max_sequence_length=16, **size),
+                 {"token_ids": ids, "padding_mask": mask}),
+        "vit": (lambda: ViTBackbone(image_size=32, patch_size=8, **size),
+                {"images": rng.normal(size=(4, 32, 32, 3)).astype("float32")}),
+    }
+
+
+def model_parallel_forward():
+    """Under JAX with 2 devices: each family's outputs on one device and with the layout map.
+
+    Returns per family the outputs of both, the number of variables the layout map shards,
+    and for each of those how many devices hold it and which axis is split.
+    """
+    import keras
+
+    from zoo.models import layout
+
+    devices = keras.distribution.list_devices()
+    assert len(devices) == 2
+    mesh = keras.distribution.DeviceMesh((1, 2), ("batch", "model"), devices)
+    out = {}
+    for family, (build, inputs) in tiny_backbones().items():
+        single = build()
+        expected = single(inputs)
+        with keras.distribution.ModelParallel(layout_map=layout.layout_map(mesh),
+                                              batch_dim_name="batch").scope():
+            sharded = build()
+            sharded(inputs)
+            for source, target in zip(single.weights, sharded.weights):
+                assert source.path == target.path
+                target.assign(source)
+            actual = sharded(inputs)
+        mapped = [w for w in sharded.weights if layout.layout_map(mesh)[w.path] is not None]
+        out[f"{family}:mapped"] = np.array(len(mapped))
+        out[f"{family}:sharded"] = np.array(sum(
+            len(w.value.sharding.device_set) == 2 and not w.value.sharding.is_fully_replicated
+            for w in mapped))
+        # The split axis of each mapped variable: its single shard is half as long there.
+        out[f"{family}:split_axes"] = np.array(sorted({
+            (w.path[w.path.index("transformer_layer_0"):], str(int(np.argmax(
+                np.array(w.shape) != np.array(w.value.sharding.shard_shape(w.shape))))))
+            for w in mapped if "transformer_layer_0" in w.path}))
+        for key in expected:
+            out[f"{family}:single:{key}"] = keras.ops.convert_to_numpy(expected[key])
+            out[f"{family}:sharded:{key}"] = keras.ops.convert_to_numpy(actual[key])
+    return out
+
+
+def jax_checks(root, vocabulary, tmp):
+    """Both of the above in one process (one JAX start-up for the module)."""
+    return {**train_each_strategy(root, vocabulary, tmp), **model_parallel_forward()}
+
+
+@pytest.fixture(scope="module")
+def trained(sample_data, tmp_path_factory):
+    return run_in_backend("jax", "tests.test_jax_distribution:jax_checks",
+                          sample_data["root"], sample_data["wordpiece"],
+                          tmp_path_factory.mktemp("jax_runs"), env=TWO_DEVICES)
+
+
+def _max_diff(result, strategy):
+    prefix = "default:"
+    paths = [key[len(prefix):] for key in result if key.startswith(prefix)
+             and key != "default:accuracy"]
+    assert len(paths) > 30
+    return max(float(np.max(np.abs(result[prefix + p] - result[f"{strategy}:{p}"])))
+               for p in paths), paths
+
+
+def test_data_parallel_training_equals_one_device(trained):
+    diff, _ = _max_diff(trained, "jax_data_parallel")
+    print(f"jax_data_parallel: max abs weight diff {diff:.3g}")
+    assert diff <= 1e-5, diff
+    assert trained["jax_data_parallel:accuracy"] == trained["default:accuracy"]
+
+
+def test_model_parallel_training_equals_one_device(trained):
+    diff, _ = _max_diff(trained, "jax_model_parallel")
+    print(f"jax_model_parallel: max abs weight diff {diff:.3g}")
+    assert diff <= 1e-5, diff
+    assert trained["jax_model_parallel:accuracy"] == trained["default:accuracy"]
+
+
+def test_too_many_devices_or_op_by_op_steps_are_config_errors(trained):
+    assert "train.devices 3: JAX has 2 device(s)" in str(trained["too_many"])
+    assert "xla_force_host_platform_device_count=3" in str(trained["too_many"])
+    assert "needs train.jit_compile=true" in str(trained["op_by_op"])
+
+
+@pytest.mark.parametrize("strategy", ["jax_data_parallel", "jax_model_parallel"])
+def test_jax_strategies_under_tensorflow_are_a_config_error(strategy, sample_data, tmp_path):
+    config = sst2(sample_data["root"], sample_data["wordpiece"], strategy)
+    with pytest.raises(config_lib.ConfigError, match="needs KERAS_BACKEND=jax"):
+        training.train(config, str(tmp_path / "run"))
+    assert not (tmp_path / "run").exists()
+
+
+def test_model_parallel_layout_shards_every_block_kernel_and_keeps_outputs(trained):
+    result = trained
+    per_block = {"attention/query/kernel": 1, "attention/query/bias": 0,
+                 "attention/key/kernel": 1, "attention/key/bias": 0,
+                 "attention/value/kernel": 1, "attention/value/bias": 0,
+                 "attention/output/kernel": 0, "ffn_intermediate/kernel": 1,
+                 "ffn_intermediate/bias": 0, "ffn_output/kernel": 0}
+    # 10 per block x 2 blocks, plus the embedding tables (BERT 3, GPT-1 2, ViT none).
+    for family, tables in (("bert", 3), ("gpt1", 2), ("vit", 0)):
+        assert int(result[f"{family}:mapped"]) == 2 * len(per_block) + tables, family
+        assert int(result[f"{family}:sharded"]) == int(result[f"{family}:mapped"]), family
+        axes = {tuple(pair) for pair in result[f"{family}:split_axes"]}
+        assert axes == {(f"transformer_layer_0/{p}", str(a)) for p, a in per_block.items()}
+        keys = [k.split(":", 2)[2] for k in result if k.startswith(f"{family}:single:")]
+        assert keys, family
+        for key in keys:
+            diff = np.max(np.abs(result[f"{family}:single:{key}"]
+                                 - result[f"{family}:sharded:{key}"]))
+            print(f"{family} {key}: max abs diff {diff:.3g}")
+            assert diff <= 1e-5, (family, key, diff)
