@@ -208,10 +208,10 @@ class MaskedLMTask(_Pretraining):
             ids = tf.concat([tf.fill([batch, 1], tokenizer.cls_token_id), ids,
                              tf.fill([batch, 1], tokenizer.sep_token_id)], axis=1)
             token_ids = ids.to_tensor(tokenizer.pad_token_id)
-            positions = tf.ragged.boolean_mask(
-                tf.broadcast_to(tf.range(tf.shape(token_ids)[1]), tf.shape(token_ids)),
-                tf.RaggedTensor.from_tensor(tf.equal(token_ids, mask_id),
-                                            lengths=ids.row_lengths()))
+            index = tf.cast(tf.range(tf.size(ids.values, out_type=tf.int64))
+                            - tf.gather(ids.row_starts(), ids.value_rowids()), tf.int32)
+            positions = tf.ragged.boolean_mask(ids.with_values(index),
+                                               tf.equal(ids, mask_id))
             inputs = {"token_ids": token_ids, "segment_ids": tf.zeros_like(token_ids),
                       "padding_mask": tf.cast(ids.with_values(tf.ones_like(ids.values))
                                               .to_tensor(0), tf.int32),

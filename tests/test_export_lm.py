@@ -168,7 +168,7 @@ def blanks(task, model, text, k=5):
 def test_masked_lm_blanks_equal_the_python_reference(bert):
     task, model, path = bert
     texts = ["the [MASK] is good .", "[MASK] film was [MASK] and [MASK]", "no blank here",
-             "", LONG[:40] + "[MASK] " + LONG[40:], "a [MASK]" + LONG]
+             "", LONG[:40] + "[MASK] " + LONG[40:], "a [MASK]" + LONG, LONG + " [MASK]"]
     served, nothing, ids = serve_fresh(path, [
         {"text": texts}, {"text": np.zeros([0], object)},
         ("serving_ids", {"token_ids": [[2, 5, 4, 3]], "segment_ids": [[0, 0, 0, 0]],
@@ -185,7 +185,7 @@ def test_masked_lm_blanks_equal_the_python_reference(bert):
                 np.testing.assert_allclose(served["scores"][row, m], scores[m], atol=1e-5)
             else:  # padding of a row with fewer masks
                 assert got == [""] * 5 and not served["scores"][row, m].any()
-    assert masks == [1, 3, 0, 0, 1, 1]  # the LONG mask past 30 tokens is cut off
+    assert masks == [1, 3, 0, 0, 1, 1, 0]  # a mask past the 30 tokens kept is cut off
     assert nothing["tokens"].shape[0] == nothing["scores"].shape[0] == 0
     x = np.array([[2, 5, 4, 3]], np.int32)
     reference = np.asarray(model({"token_ids": x, "segment_ids": 0 * x,
