@@ -5,8 +5,6 @@ The expected values come from the task's own evaluation path (`task.evaluate` re
 files with tf.data, then the Keras model), not from the serving graph.
 """
 
-import io
-
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -20,7 +18,8 @@ from zoo import export
 
 @pytest.fixture(scope="module")
 def exported(sample_data, tmp_path_factory):
-    """A ViT trained for a few steps on the sample images, and its export."""
+    """A ViT trained for a few steps on the sample images, its export, and the served answers
+    to the module's requests (one fresh serving process: each costs seconds)."""
     tmp = tmp_path_factory.mktemp("export_images")
     run_dir = tmp / "run"
     args = ["train", "--experiment", "vit/image_folder", "--run-dir", str(run_dir)]
@@ -29,34 +28,38 @@ def exported(sample_data, tmp_path_factory):
         args += ["--set", override]
     assert cli(args) == 0
     path = export.export(str(run_dir), str(tmp / "exports"), progress=lambda line: None)
-    return run_dir, path
-
-
-def test_image_bytes_give_the_pipeline_probabilities_and_labels(exported):
-    run_dir, path = exported
     _, task, model = export.load_task(str(run_dir))
-    results, predictions = task.evaluate(model, "dev", return_predictions=True)
-    columns, predicted = predictions["dev"]
-    batches = task.dataset("dev").map(lambda x, *_: x)
-    expected = tf.nn.softmax(model.predict(batches, verbose=0)["logits"]).numpy()
+    _, predictions = task.evaluate(model, "dev", return_predictions=True)
+    columns, _ = predictions["dev"]
     images = []
     for file in columns["path"]:
         with open(file, "rb") as handle:
             images.append(handle.read())
     assert {file[-4:] for file in columns["path"]} == {".png"}
-    # The same images as JPEG (decoded with its own decoder in both paths).
+    # The first images as JPEG (decoded with its own decoder in both paths).
     jpegs = [tf.io.encode_jpeg(tf.io.decode_png(image, channels=3)).numpy()
              for image in images[:3]]
-    jpeg_reference = np.stack([_pixels(task, image) for image in jpegs])
-    jpeg_expected = tf.nn.softmax(model({"images": jpeg_reference})["logits"]).numpy()
+    pixels = np.stack([_pixels(task, image) for image in jpegs])
+    with open(__file__, "rb") as handle:
+        text = handle.read()
+    png = tf.io.encode_png(tf.zeros([8, 8, 3], tf.uint8)).numpy()
+    bad = [[text], [png[:30]], [b""], [b"\xff\xfe\x80"], [png, b"not an image"]]
+    served = serve_fresh(path, [
+        {"image_bytes": images}, {"image_bytes": jpegs}, ("serving_ids", {"pixels": pixels}),
+        {"image_bytes": np.zeros([0], object)}] + [{"image_bytes": b} for b in bad])
+    return task, model, predictions, pixels, path, served
 
-    served, jpeg, ids, empty = serve_fresh(path, [
-        {"image_bytes": images}, {"image_bytes": jpegs},
-        ("serving_ids", {"pixels": jpeg_reference}),
-        {"image_bytes": np.zeros([0], object)}])
-    assert [label.decode() for label in served["label"]] == predicted
-    np.testing.assert_allclose(served["probabilities"], expected, atol=1e-5)
-    assert len(predicted) == len(images) >= 30
+
+def test_image_bytes_give_the_pipeline_probabilities_and_labels(exported):
+    task, model, predictions, jpeg_pixels, path, served = exported
+    columns, predicted = predictions["dev"]
+    batches = task.dataset("dev").map(lambda x, *_: x)
+    expected = tf.nn.softmax(model.predict(batches, verbose=0)["logits"]).numpy()
+    jpeg_expected = tf.nn.softmax(model({"images": jpeg_pixels})["logits"]).numpy()
+    pngs, jpeg, ids, empty = served[:4]
+    assert [label.decode() for label in pngs["label"]] == predicted
+    np.testing.assert_allclose(pngs["probabilities"], expected, atol=1e-5)
+    assert len(predicted) >= 30
     np.testing.assert_allclose(jpeg["probabilities"], jpeg_expected, atol=1e-5)
     names = np.array(task.labels)[np.argmax(jpeg_expected, -1)]
     assert [label.decode() for label in jpeg["label"]] == list(names)
@@ -70,6 +73,15 @@ def test_image_bytes_give_the_pipeline_probabilities_and_labels(exported):
         "serving_ids": ({"pixels"}, {"probabilities", "label"})}
 
 
+def test_bad_image_bytes_are_invalid_argument(exported):
+    """Text, a truncated PNG, no bytes, junk, and one bad image in a good batch."""
+    *_, served = exported
+    assert len(served) == 9
+    for result in served[4:]:
+        assert result.keys() == {"error"} and result["error"].startswith(
+            "InvalidArgumentError"), result
+
+
 def _pixels(task, contents):
     """The training pipeline's pixels of encoded bytes: load_image on a temporary file."""
     import tempfile
@@ -80,16 +92,3 @@ def _pixels(task, contents):
         file.write(contents)
         file.flush()
         return load_image(file.name, task.image_size).numpy()
-
-
-def test_bad_image_bytes_are_invalid_argument(exported):
-    _, path = exported
-    with open(__file__, "rb") as handle:
-        text = handle.read()
-    png = io.BytesIO(tf.io.encode_png(tf.zeros([8, 8, 3], tf.uint8)).numpy()).getvalue()
-    results = serve_fresh(path, [{"image_bytes": [text]}, {"image_bytes": [png[:30]]},
-                                 {"image_bytes": [b""]}, {"image_bytes": [b"\xff\xfe\x80"]},
-                                 {"image_bytes": [png, b"not an image"]}])
-    for result in results:
-        assert result.keys() == {"error"} and result["error"].startswith(
-            "InvalidArgumentError"), result

@@ -42,9 +42,28 @@ def _signatures(path):
 @pytest.fixture(scope="module")
 def gpt(sample_data, tmp_path_factory):
     """A tiny GPT-1 language model trained for a few steps, its task, model and export."""
-    return _train("gpt1/pretrain", tmp_path_factory.mktemp("export_gpt"), TINY["gpt1"] + [
-        f"model.vocabulary={sample_data['bpe']}",
-        f"data.dir={sample_data['root'] / 'corpus'}", "data.sequence_length=32"])
+    task, model, path = _train("gpt1/pretrain", tmp_path_factory.mktemp("export_gpt"),
+                               TINY["gpt1"] + [f"model.vocabulary={sample_data['bpe']}",
+                                               f"data.dir={sample_data['root'] / 'corpus'}",
+                                               "data.sequence_length=32"])
+    # One fresh serving process for the module's requests (each process costs seconds).
+    return task, model, path, serve_fresh(path, GPT_REQUESTS + GPT_BAD)
+
+
+COUNTS = [6, 0, 3]
+GPT_REQUESTS = [
+    {"prompt": PROMPTS, "max_new_tokens": 6},
+    {"prompt": PROMPTS, "max_new_tokens": COUNTS},
+    ("serving_sample", {"prompt": PROMPTS, "max_new_tokens": 5, "top_k": 4, "seed": 7}),
+    ("serving_sample", {"prompt": PROMPTS[:1], "max_new_tokens": 5, "top_k": 4, "seed": 7}),
+    ("serving_sample", {"prompt": PROMPTS, "max_new_tokens": 5, "top_k": 1, "seed": 3}),
+    ("serving_ids", {"token_ids": [[5, 6, 7]], "padding_mask": [[1, 1, 1]]})]
+GPT_BAD = [
+    {"prompt": ["", "the film is"], "max_new_tokens": 3},
+    {"prompt": [LONG], "max_new_tokens": 4},
+    {"prompt": [BAD_UTF8], "max_new_tokens": 3},
+    {"prompt": np.zeros([0], object), "max_new_tokens": 3},
+    {"prompt": ["a", "b"], "max_new_tokens": [1, 2, 3]}]
 
 
 def greedy(task, model, prompt, max_new_tokens, top_k=None, seed=None):
@@ -72,17 +91,9 @@ def greedy(task, model, prompt, max_new_tokens, top_k=None, seed=None):
 
 
 def test_gpt_completions_equal_the_python_loop(gpt):
-    task, model, path = gpt
-    counts = [6, 0, 3]
-    served = serve_fresh(path, [
-        {"prompt": PROMPTS, "max_new_tokens": 6},
-        {"prompt": PROMPTS, "max_new_tokens": counts},
-        ("serving_sample", {"prompt": PROMPTS, "max_new_tokens": 5, "top_k": 4, "seed": 7}),
-        ("serving_sample", {"prompt": PROMPTS[:1], "max_new_tokens": 5, "top_k": 4,
-                            "seed": 7}),
-        ("serving_sample", {"prompt": PROMPTS, "max_new_tokens": 5, "top_k": 1, "seed": 3}),
-        ("serving_ids", {"token_ids": [[5, 6, 7]], "padding_mask": [[1, 1, 1]]})])
-    scalar, rows, sampled, alone, top1, ids = served
+    task, model, path, served = gpt
+    counts = COUNTS
+    scalar, rows, sampled, alone, top1, ids = served[:len(GPT_REQUESTS)]
     expected = [greedy(task, model, prompt, 6) for prompt in PROMPTS]
     assert [c.decode() for c in scalar["completion"]] == expected
     assert all(expected)
@@ -103,13 +114,8 @@ def test_gpt_completions_equal_the_python_loop(gpt):
 
 
 def test_gpt_bad_prompts(gpt):
-    task, model, path = gpt
-    empty, long, bad, nothing, mismatch = serve_fresh(path, [
-        {"prompt": ["", "the film is"], "max_new_tokens": 3},
-        {"prompt": [LONG], "max_new_tokens": 4},
-        {"prompt": [BAD_UTF8], "max_new_tokens": 3},
-        {"prompt": np.zeros([0], object), "max_new_tokens": 3},
-        {"prompt": ["a", "b"], "max_new_tokens": [1, 2, 3]}])
+    task, model, path, served = gpt
+    empty, long, bad, nothing, mismatch = served[len(GPT_REQUESTS):]
     assert empty["completion"][0] == b""  # nothing to continue from
     assert empty["completion"][1].decode() == greedy(task, model, "the film is", 3)
     # The long prompt keeps its last tokens: one new token fills the buffer.
@@ -132,9 +138,19 @@ def bert(sample_data, tmp_path_factory):
     write_pretraining_data([str(sample_data["root"] / "corpus" / "corpus.txt")],
                            sample_data["wordpiece"], str(tmp / "shards"),
                            max_sequence_lengths=(32,), shards=1, dupe_factor=1)
-    return _train("bert/pretrain", tmp, TINY["bert"] + [
+    task, model, path = _train("bert/pretrain", tmp, TINY["bert"] + [
         f"model.vocabulary={sample_data['wordpiece']}", f"data.dir={tmp / 'shards'}",
         "data.phases=[]", "data.sequence_length=32"])
+    return task, model, path, serve_fresh(path, MLM_REQUESTS)
+
+
+TEXTS = ["the [MASK] is good .", "[MASK] film was [MASK] and [MASK]", "no blank here",
+         "", LONG[:40] + "[MASK] " + LONG[40:], "a [MASK]" + LONG, LONG + " [MASK]"]
+MLM_REQUESTS = [
+    {"text": TEXTS}, {"text": np.zeros([0], object)},
+    ("serving_ids", {"token_ids": [[2, 5, 4, 3]], "segment_ids": [[0, 0, 0, 0]],
+                     "padding_mask": [[1, 1, 1, 1]], "mask_positions": [[2]]}),
+    {"text": [BAD_UTF8 + b" [MASK]"]}]
 
 
 def blanks(task, model, text, k=5):
@@ -166,13 +182,8 @@ def blanks(task, model, text, k=5):
 
 
 def test_masked_lm_blanks_equal_the_python_reference(bert):
-    task, model, path = bert
-    texts = ["the [MASK] is good .", "[MASK] film was [MASK] and [MASK]", "no blank here",
-             "", LONG[:40] + "[MASK] " + LONG[40:], "a [MASK]" + LONG, LONG + " [MASK]"]
-    served, nothing, ids = serve_fresh(path, [
-        {"text": texts}, {"text": np.zeros([0], object)},
-        ("serving_ids", {"token_ids": [[2, 5, 4, 3]], "segment_ids": [[0, 0, 0, 0]],
-                         "padding_mask": [[1, 1, 1, 1]], "mask_positions": [[2]]})])
+    task, model, path, (served, nothing, ids, _) = bert
+    texts = TEXTS
     assert served["tokens"].shape == served["scores"].shape == (len(texts), 3, 5)
     masks = []
     for row, text in enumerate(texts):
@@ -198,9 +209,8 @@ def test_masked_lm_blanks_equal_the_python_reference(bert):
                         {"logits"})}
 
 
-def test_masked_lm_bad_text(bert):
-    task, model, path = bert
-    bad, = serve_fresh(path, [{"text": [BAD_UTF8 + b" [MASK]"]}])
+def test_masked_lm_invalid_utf8(bert):
+    task, model, path, (*_, bad) = bert
     tokens, scores = blanks(task, model, BAD_UTF8 + b" [MASK]")
     assert [t.decode() for t in bad["tokens"][0, 0]] == tokens[0]
     np.testing.assert_allclose(bad["scores"][0, 0], scores[0], atol=1e-5)
