@@ -31,7 +31,7 @@ import tensorflow as tf
 from zoo import config as config_lib
 from zoo import training
 from zoo.data import DataError, read_examples
-from zoo.data.images import load_image
+from zoo.data.images import decode_image, load_image
 from zoo.metrics import images as image_metrics
 from zoo.metrics import write_predictions as write_tsv
 
@@ -171,6 +171,46 @@ class ImageClassificationTask:
             loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
             metrics={"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]},
             jit_compile=self.config.train.jit_compile)
+
+    # --- Serving ---
+
+    def serving(self, model, run_dir=None):
+        """Serving signatures (zoo.export).
+
+        `serving_default`: `image_bytes` [batch] string (JPEG, PNG, GIF or BMP file contents)
+        in, decoded, resized and normalised by the training pipeline's own ops
+        (`zoo.data.images.decode_image`); `probabilities` [batch, classes] float32 and `label`
+        [batch] string (the class folder names) out. Bytes that do not decode (corrupt, not
+        an image, empty) fail the request with an InvalidArgumentError; a batch of 0 gives
+        [0, classes] and [0]. `serving_ids`: `pixels` [batch, H, W, 3] float32, already
+        normalised to the model's range ([-1, 1] for ViT), in; the same outputs.
+        """
+        from zoo import export
+
+        size = model.input["images"].shape[1]
+        names = tf.constant(list(self.labels))
+
+        def answer(pixels):
+            logits = tf.cast(model({"images": pixels}, training=False)["logits"], tf.float32)
+            probabilities = tf.nn.softmax(logits, axis=-1)
+            return {"probabilities": probabilities,
+                    "label": tf.gather(names, tf.argmax(probabilities, axis=-1))}
+
+        def raw(image_bytes):
+            # Images differ in size until resized: decode them one by one.
+            pixels = tf.map_fn(lambda contents: decode_image(contents, size), image_bytes,
+                               fn_output_signature=tf.TensorSpec([size, size, 3], tf.float32))
+            return answer(pixels)
+
+        outputs = ("probabilities", "label")
+        pixels = tf.TensorSpec([None, size, size, 3], tf.float32, name="pixels")
+        return {
+            export.DEFAULT: export.Signature({"image_bytes": export.text("image_bytes")}, raw,
+                                             outputs, "encoded images (JPEG, PNG) in, "
+                                             "probabilities and label out"),
+            export.IDS: export.Signature({"pixels": pixels}, answer, outputs,
+                                         "normalised pixels in, probabilities and label out"),
+        }
 
     # --- Evaluation ---
 

@@ -26,7 +26,23 @@ def load_image(path, image_size, mean=VIT_MEAN, std=VIT_STD):
         >>> load_image("cat.png", 224).shape  # doctest: +SKIP
         TensorShape([224, 224, 3])
     """
-    image = tf.io.decode_image(tf.io.read_file(path), channels=3, expand_animations=False)
+    return decode_image(tf.io.read_file(path), image_size, mean, std)
+
+
+def decode_image(contents, image_size, mean=VIT_MEAN, std=VIT_STD):
+    """Decode JPEG/PNG/GIF/BMP bytes to a (image_size, image_size, 3) float32 normalised image.
+
+    `load_image` on a file's bytes; the exported serving graph (tasks.image_classification)
+    calls it on request bytes, so training and serving share every op.
+
+    Args:
+        contents: scalar string tensor, the encoded image. Bytes that do not decode raise
+            `tf.errors.InvalidArgumentError`.
+        image_size: output side in pixels.
+        mean: per-channel mean subtracted after scaling to [0, 1].
+        std: per-channel standard deviation divided by.
+    """
+    image = tf.io.decode_image(contents, channels=3, expand_animations=False)
     image.set_shape([None, None, 3])
     # Bilinear with antialiasing approximates PIL's bilinear resize that transformers uses.
     image = tf.image.resize(tf.cast(image, tf.float32), [image_size, image_size],

@@ -1,0 +1,94 @@
+"""image_folder export: image bytes in, the class probabilities and name out, through the
+SavedModel in a fresh process, against the in-process Keras pipeline on the same images.
+
+The expected values come from the task's own evaluation path (`task.evaluate` reading the
+files with tf.data, then the Keras model), not from the serving graph.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tasks  # noqa: F401
+from tests.harness import saved_model_signatures, serve_fresh
+from tests.test_images import image_overrides
+from tools.main import main as cli
+from zoo import export
+
+
+@pytest.fixture(scope="module")
+def exported(sample_data, tmp_path_factory):
+    """A ViT trained for a few steps on the sample images, its export, and the served answers
+    to the module's requests (one fresh serving process: each costs seconds)."""
+    tmp = tmp_path_factory.mktemp("export_images")
+    run_dir = tmp / "run"
+    args = ["train", "--experiment", "vit/image_folder", "--run-dir", str(run_dir)]
+    for override in image_overrides(sample_data["root"] / "images", "train.steps=6",
+                                    "train.eval_every=6", "train.warmup_steps=2"):
+        args += ["--set", override]
+    assert cli(args) == 0
+    path = export.export(str(run_dir), str(tmp / "exports"), progress=lambda line: None)
+    _, task, model = export.load_task(str(run_dir))
+    _, predictions = task.evaluate(model, "dev", return_predictions=True)
+    columns, _ = predictions["dev"]
+    images = []
+    for file in columns["path"]:
+        with open(file, "rb") as handle:
+            images.append(handle.read())
+    assert {file[-4:] for file in columns["path"]} == {".png"}
+    # The first images as JPEG (decoded with its own decoder in both paths).
+    jpegs = [tf.io.encode_jpeg(tf.io.decode_png(image, channels=3)).numpy()
+             for image in images[:3]]
+    pixels = np.stack([_pixels(task, image) for image in jpegs])
+    with open(__file__, "rb") as handle:
+        text = handle.read()
+    png = tf.io.encode_png(tf.zeros([8, 8, 3], tf.uint8)).numpy()
+    bad = [[text], [png[:30]], [b""], [b"\xff\xfe\x80"], [png, b"not an image"]]
+    served = serve_fresh(path, [
+        {"image_bytes": images}, {"image_bytes": jpegs}, ("serving_ids", {"pixels": pixels}),
+        {"image_bytes": np.zeros([0], object)}] + [{"image_bytes": b} for b in bad])
+    return task, model, predictions, pixels, path, served
+
+
+def test_image_bytes_give_the_pipeline_probabilities_and_labels(exported):
+    task, model, predictions, jpeg_pixels, path, served = exported
+    columns, predicted = predictions["dev"]
+    batches = task.dataset("dev").map(lambda x, *_: x)
+    expected = tf.nn.softmax(model.predict(batches, verbose=0)["logits"]).numpy()
+    jpeg_expected = tf.nn.softmax(model({"images": jpeg_pixels})["logits"]).numpy()
+    pngs, jpeg, ids, empty = served[:4]
+    assert [label.decode() for label in pngs["label"]] == predicted
+    np.testing.assert_allclose(pngs["probabilities"], expected, atol=1e-5)
+    assert len(predicted) >= 30
+    np.testing.assert_allclose(jpeg["probabilities"], jpeg_expected, atol=1e-5)
+    names = np.array(task.labels)[np.argmax(jpeg_expected, -1)]
+    assert [label.decode() for label in jpeg["label"]] == list(names)
+    np.testing.assert_allclose(ids["probabilities"], jpeg_expected, atol=1e-5)
+    assert empty["probabilities"].shape == (0, len(task.labels))
+    assert empty["label"].shape == (0,)
+    signatures = {name: names for name, names in saved_model_signatures(path).items()
+                  if not name.startswith("__")}
+    assert signatures == {
+        "serving_default": ({"image_bytes"}, {"probabilities", "label"}),
+        "serving_ids": ({"pixels"}, {"probabilities", "label"})}
+
+
+def test_bad_image_bytes_are_invalid_argument(exported):
+    """Text, a truncated PNG, no bytes, junk, and one bad image in a good batch."""
+    *_, served = exported
+    assert len(served) == 9
+    for result in served[4:]:
+        assert result.keys() == {"error"} and result["error"].startswith(
+            "InvalidArgumentError"), result
+
+
+def _pixels(task, contents):
+    """The training pipeline's pixels of encoded bytes: load_image on a temporary file."""
+    import tempfile
+
+    from zoo.data.images import load_image
+
+    with tempfile.NamedTemporaryFile(suffix=".jpg") as file:
+        file.write(contents)
+        file.flush()
+        return load_image(file.name, task.image_size).numpy()
