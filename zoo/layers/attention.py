@@ -79,14 +79,23 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.output_dense.build(input_shape)
         self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
 
-    def _split_heads(self, x):
+    def call(self, x, attention_mask=None, training=None):  # x: (batch, seq, hidden)
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
-        return ops.reshape(x, (batch, seq, self.num_heads, self.head_dim))  # (b, s, heads, d)
+        rows = self.call_rows(ops.reshape(x, (-1, x.shape[-1])), batch, seq, attention_mask,
+                              training)
+        return ops.reshape(rows, (batch, seq, x.shape[-1]))
 
-    def call(self, x, attention_mask=None, training=None):
-        q = self._split_heads(self.query_dense(x))
-        k = self._split_heads(self.key_dense(x))
-        v = self._split_heads(self.value_dense(x))
+    def call_rows(self, rows, batch, seq, attention_mask=None, training=None):
+        """The same on (batch * seq, hidden) rows: every projection is then a 2-D matmul.
+
+        `TransformerBlock` keeps its activations as rows, because TensorFlow's graph
+        optimizer fuses a 2-D MatMul with its BiasAdd (and GELU) into one oneDNN kernel,
+        which it does not do for the 3-D Dense path (see `TransformerBlock.call`).
+        """
+        def heads(projection):  # (batch * seq, hidden) -> (batch, seq, heads, head_dim)
+            return ops.reshape(projection(rows), (batch, seq, self.num_heads, self.head_dim))
+
+        q, k, v = heads(self.query_dense), heads(self.key_dense), heads(self.value_dense)
         if training and self.dropout > 0:
             # The fused op has no dropout on the probabilities, so training with attention
             # dropout takes the explicit path; both paths compute the same function.
@@ -101,9 +110,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             context = ops.einsum("bnts,bsnh->btnh", probs, v)  # (b, s, heads, d)
         else:
             context = ops.dot_product_attention(q, k, v, mask=attention_mask)  # (b, s, heads, d)
-        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
-        context = ops.reshape(context, (batch, seq, self.num_heads * self.head_dim))
-        return self.output_dense(context)
+        return self.output_dense(ops.reshape(context, (-1, self.num_heads * self.head_dim)))
 
     def compute_output_shape(self, input_shape):
         return input_shape

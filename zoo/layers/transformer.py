@@ -1,6 +1,7 @@
 """The Transformer block in its two orders: post-LayerNorm (BERT, GPT-1) and pre-LayerNorm (ViT)."""
 
 import keras
+from keras import ops
 
 from zoo.layers.attention import MultiHeadSelfAttention
 
@@ -66,16 +67,27 @@ class TransformerBlock(keras.layers.Layer):
     def _ffn(self, x, training):
         return self.dropout_layer(self.ffn_output(self.ffn_intermediate(x)), training=training)
 
-    def _attn(self, x, attention_mask, training):
-        x = self.attention(x, attention_mask=attention_mask, training=training)
-        return self.dropout_layer(x, training=training)
+    def _attn(self, rows, batch, seq, attention_mask, training):
+        rows = self.attention.call_rows(rows, batch, seq, attention_mask, training)
+        return self.dropout_layer(rows, training=training)
 
     def call(self, x, attention_mask=None, training=None):  # x: (batch, seq, hidden)
+        # The block works on (batch * seq, hidden) rows. Same function, but on TensorFlow
+        # every Dense is then a 2-D MatMul + BiasAdd (+ GELU) that the graph optimizer fuses
+        # into one oneDNN kernel; the 3-D path keeps them apart. Measured on BERT-base
+        # (`zoo benchmark models`, 2 cores): about 10 % faster in float32 and 1.5x in
+        # mixed_bfloat16, where the unfused bfloat16 GELU (Erfc) alone took 80 ms a call.
+        batch, seq, hidden = ops.shape(x)[0], ops.shape(x)[1], x.shape[-1]
+        rows = ops.reshape(x, (-1, hidden))
         if self.normalize_first:
-            x = x + self._attn(self.attention_norm(x), attention_mask, training)
-            return x + self._ffn(self.ffn_norm(x), training)
-        x = self.attention_norm(x + self._attn(x, attention_mask, training))
-        return self.ffn_norm(x + self._ffn(x, training))
+            rows = rows + self._attn(self.attention_norm(rows), batch, seq, attention_mask,
+                                     training)
+            rows = rows + self._ffn(self.ffn_norm(rows), training)
+        else:
+            rows = self.attention_norm(
+                rows + self._attn(rows, batch, seq, attention_mask, training))
+            rows = self.ffn_norm(rows + self._ffn(rows, training))
+        return ops.reshape(rows, (batch, seq, hidden))
 
     def compute_output_shape(self, input_shape):
         return input_shape
