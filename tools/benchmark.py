@@ -207,7 +207,7 @@ def _keras_contenders(spec, library):
                                                        preprocessor=None, dropout=0.1)
         return backbone
 
-    modes = ["graph", "xla"] if backend == "tensorflow" else ["jit"]
+    modes = spec.get("modes") or (["graph", "xla"] if backend == "tensorflow" else ["jit"])
     fns = {}
     for batch in spec["batches"]:
         data = dict(np.load(os.path.join(folder, f"inputs_{batch}.npz")))
@@ -223,7 +223,8 @@ def _keras_contenders(spec, library):
                         jit_compile=mode != "graph")
                     y = {"logits": labels} if library == "zoo" else labels
                     fns[f"{mode} {policy} {batch}"] = (
-                        lambda m=model, x=x, y=y: float(m.train_on_batch(x, y)))
+                        # keras-hub's Task.compile adds an accuracy metric: the loss is first.
+                        lambda m=model, x=x, y=y: float(np.ravel(m.train_on_batch(x, y))[0]))
                 continue
             model = build(policy, training=False)
             if backend == "tensorflow":
@@ -392,69 +393,89 @@ class _Worker:
         if not line:
             self.process.wait()
             self.log.seek(0)
-            raise RuntimeError(f"benchmark worker {self.label} failed:\n{self.log.read()[-4000:]}")
+            killed = " (killed: out of memory?)" if self.process.returncode == -9 else ""
+            raise RuntimeError(f"benchmark worker {self.label} exited with "
+                               f"{self.process.returncode}{killed}:\n{self.log.read()[-4000:]}")
         return json.loads(line)
 
     def ask(self, op, name):
         import json
 
-        self.process.stdin.write(json.dumps({"op": op, "name": name}) + "\n")
-        self.process.stdin.flush()
+        try:
+            self.process.stdin.write(json.dumps({"op": op, "name": name}) + "\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            pass  # the worker died: _reply reports its log
         return self._reply()
 
     def close(self):
-        self.process.stdin.close()
-        self.process.wait()
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=60)
+        except Exception:
+            self.process.kill()
+            self.process.wait()
         self.log.close()
 
 
-def _contenders(family, kind, backends, bf16):
-    """(library, backend) workers and the policies each runs."""
+def _groups(family, kind, backends, bf16):
+    """Lists of (library, backend, policies, modes) workers that are timed in alternation.
+
+    Forward models are small: every contender of a family runs at once. A training worker
+    holds a model, its gradients and two AdamW slots (about 3.5 GB for BERT-base on
+    TensorFlow), so fine-tuning alternates zoo and keras-hub one backend and mode at a time.
+    """
     keras_libraries = ["zoo"] + (["keras-hub"] if FAMILIES[family][1] else [])
     if kind == "train":
-        keras_libraries = ["zoo", "keras-hub"]
-    plan = []
-    for backend in backends:
-        for library in keras_libraries:
-            policies = ["float32"] + (["mixed_bfloat16"] if bf16 and kind == "forward" else [])
-            plan.append((library, backend, policies))
-    plan.append(("transformers", None, ["float32"]))
-    if kind == "forward":
-        plan.append(("onnxruntime", None, ["float32"]))
-    return plan
+        groups = [[(library, backend, ["float32"], [mode]) for library in keras_libraries]
+                  for backend in backends
+                  for mode in (["graph", "xla"] if backend == "tensorflow" else ["jit"])]
+        return groups + [[("transformers", None, ["float32"], ["eager"])]]
+    policies = ["float32"] + (["mixed_bfloat16"] if bf16 else [])
+    group = [(library, backend, policies, None) for backend in backends
+             for library in keras_libraries]
+    return [group + [("transformers", None, ["float32"], None),
+                     ("onnxruntime", None, ["float32"], None)]]
 
 
 def _time_family(root, family, kind, batches, length, backends, bf16, repeats, progress):
-    """{(worker label, contender name): median seconds} and the outputs' spread."""
+    """{(worker label, contender name): (median seconds, check)}.
+
+    The check is, for a forward pass, the largest absolute difference from transformers'
+    output; for a training step, the last loss.
+    """
     import numpy as np
 
-    workers = []
-    try:
-        for library, backend, policies in _contenders(family, kind, backends, bf16):
-            progress(f"  starting {library}{' ' + backend if backend else ''} ({family}, {kind})")
-            workers.append(_Worker(library, backend, dict(
-                root=root, family=family, kind=kind, batches=batches, length=length,
-                policies=policies)))
-        results = {}
-        for batch in batches:
-            calls = [(w, n) for w in workers for n in w.names if n.endswith(f" {batch}")]
-            times = {key: [] for key in calls}
-            for _ in range(repeats):
-                for w, name in calls:
-                    time.sleep(_PAUSE)
-                    times[(w, name)].append(w.ask("time", name)["seconds"])
-            outputs = {(w, n): w.ask("output", n)["output"] for w, n in calls}
-            reference = next(v for (w, n), v in outputs.items() if w.label == "transformers")
-            for (w, name), seconds in times.items():
-                value = outputs[(w, name)]
-                diff = (abs(value - reference) if kind == "train" else
-                        float(np.max(np.abs(np.asarray(value) - np.asarray(reference)))))
-                results[(w.label, name)] = (statistics.median(seconds), diff)
-        return results
-    finally:
-        for w in workers:
-            w.close()
-
+    results = {}
+    for group in _groups(family, kind, backends, bf16):
+        workers = []
+        try:
+            for library, backend, policies, modes in group:
+                progress(f"  starting {library}{' ' + backend if backend else ''} "
+                         f"{' '.join(modes or [])} ({family}, {kind})")
+                workers.append(_Worker(library, backend, dict(
+                    root=root, family=family, kind=kind, batches=batches, length=length,
+                    policies=policies, modes=modes)))
+            for batch in batches:
+                calls = [(w, n) for w in workers for n in w.names if n.endswith(f" {batch}")]
+                times = {key: [] for key in calls}
+                for _ in range(repeats):
+                    for w, name in calls:
+                        time.sleep(_PAUSE)
+                        times[(w, name)].append(w.ask("time", name)["seconds"])
+                outputs = {(w, n): w.ask("output", n)["output"] for w, n in calls}
+                reference = next((v for (w, n), v in outputs.items()
+                                  if w.label == "transformers"), None)
+                for (w, name), seconds in times.items():
+                    value = outputs[(w, name)]
+                    if kind == "forward":
+                        value = float(np.max(np.abs(np.asarray(value) - np.asarray(reference))))
+                    results[(w.label, name)] = (statistics.median(seconds), value)
+        finally:
+            for w in workers:
+                w.close()
+    return results
 
 def _split(name):
     mode, policy, batch = name.split()
@@ -537,10 +558,11 @@ def section_models(args, progress=print):
 
 def section_finetune(args, progress=print):
     """One BERT-base fine-tuning step (forward, backward, AdamW) per library and backend."""
+    batch_size = args.batch_size or 8
     lines = [
         "## Fine-tuning step: BERT-base classifier, zoo vs keras-hub and transformers", "",
         f"Command: `zoo benchmark finetune --repeats {args.repeats}` (batch "
-        f"{args.batch_size} x {args.sequence_length} tokens, the same weights and inputs as "
+        f"{batch_size} x {args.sequence_length} tokens, the same weights and inputs as "
         "the forward benchmark, each library's own sequence classifier on the pooled output "
         "with dropout 0.1, AdamW lr 2e-5 and weight decay 0.01; Keras: `train_on_batch`, "
         "TensorFlow without and with XLA, JAX jit; transformers: "
@@ -548,7 +570,7 @@ def section_finetune(args, progress=print):
         "step's loss, a sanity check (the heads start from different random weights).", "",
         "| library | backend | mode | steps/s | examples/s | s per step | loss |",
         "| --- | --- | --- | --- | --- | --- | --- |"]
-    results = _time_family(args.root, "bert", "train", [args.batch_size], args.sequence_length,
+    results = _time_family(args.root, "bert", "train", [batch_size], args.sequence_length,
                            args.backends, False, args.repeats, progress)
     for (label, name), (seconds, loss) in sorted(results.items(), key=lambda kv: kv[1][0]):
         library, _, backend = label.partition(" ")
@@ -558,13 +580,13 @@ def section_finetune(args, progress=print):
     lines.append("")
     summary = []
     for backend in args.backends:
-        ours = _best(results, f"zoo {backend}", args.batch_size)[0]
-        hub = _best(results, f"keras-hub {backend}", args.batch_size)[0]
+        ours = _best(results, f"zoo {backend}", batch_size)[0]
+        hub = _best(results, f"keras-hub {backend}", batch_size)[0]
         summary.append((f"fine-tuning step vs keras-hub {backend}",
                         _target(hub / ours, 1.1 if backend == "tensorflow" else None)))
-    ours = min(_best(results, f"zoo {b}", args.batch_size)[0] for b in args.backends)
+    ours = min(_best(results, f"zoo {b}", batch_size)[0] for b in args.backends)
     summary.append(("fine-tuning step vs transformers (torch)",
-                    _target(_best(results, "transformers", args.batch_size)[0] / ours)))
+                    _target(_best(results, "transformers", batch_size)[0] / ours)))
     return lines, summary
 
 
