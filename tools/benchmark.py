@@ -519,7 +519,7 @@ def section_models(args, progress=print):
     for family in args.families:
         results = _time_family(args.root, family, "forward", args.batches, args.sequence_length,
                                args.backends, args.bf16, args.repeats, progress)
-        lines += [f"### {FAMILIES[family][0]}", "",
+        lines += [f"### {FAMILIES[family][0]}{' (--tiny: 2 layers, width 64)' * args.tiny}", "",
                   "| library | backend | mode | dtype | batch | seq/s | ms per call | max diff |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for (label, name), (seconds, diff) in sorted(
@@ -708,6 +708,11 @@ print(json.dumps({"rate": len(texts) / statistics.median(times), "labels": label
 
 
 
+def _preset(args):
+    """--preset of bucketing and serving; under `all`, bert_base (bert_tiny with --tiny)."""
+    return getattr(args, "preset", "bert_tiny" if getattr(args, "tiny", False) else "bert_base")
+
+
 def section_serving(args, progress=print):
     """Raw text to label: zoo's SavedModel signature vs transformers' pipeline, same weights.
 
@@ -732,7 +737,7 @@ def section_serving(args, progress=print):
     from zoo import export, tokenizers
     from zoo.convert import to_huggingface
 
-    preset = getattr(args, "preset", "bert_base")
+    preset = _preset(args)
     batch_size = args.batch_size or 8
     texts = getattr(args, "texts", 256)
     transformers.logging.set_verbosity_error()  # the classifier is copied in below
@@ -826,7 +831,7 @@ def section_bucketing(args, progress=print):
     from zoo.data.samples import LAYOUT, write_samples
     from zoo.tokenizers import train_vocabulary
 
-    preset = getattr(args, "preset", "bert_base")
+    preset = _preset(args)
     names = getattr(args, "tasks", ["glue/mrpc", "glue/sst2"])
     steps, multiple = getattr(args, "steps", 4), getattr(args, "multiple", 16)
     batch_size = args.batch_size or 32
@@ -968,7 +973,8 @@ def run(args):
     command = "zoo benchmark all" + "".join(
         f" --{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
         for k, v in sorted(vars(args).items())
-        if k in ("families", "batches", "backends", "repeats") and v != _DEFAULTS.get(k))
+        if k in _DEFAULTS and v != _DEFAULTS[k] and not isinstance(v, bool)) + " --no-bf16" * (
+        not args.bf16) + " --tiny" * args.tiny
     doc = ["# Benchmarks", "",
            f"Written by `{command}` on {started:%Y-%m-%d} in {minutes:.0f} minutes; do not "
            "edit by hand, run the command again. Every table compares zoo with another library "
@@ -989,5 +995,7 @@ def run(args):
     return 0
 
 
+# Options of `all` left out of the command line written into the file when at their default.
 _DEFAULTS = {"families": list(FAMILIES), "batches": [8, 1], "backends": list(_BACKENDS),
-             "repeats": 5}
+             "repeats": 5, "sequence_length": 128, "batch_size": None, "bf16": True,
+             "tiny": False}

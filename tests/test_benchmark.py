@@ -1,0 +1,75 @@
+"""`zoo benchmark all` end to end, at --tiny sizes: every section runs and the libraries agree.
+
+The figures of a --tiny run mean nothing (two-layer models, one timed call); what this checks
+is that the command works from a clean checkout, writes the markdown file, and that every
+library really computes the same model on the same weights and inputs: zoo and ONNX Runtime
+match transformers' BERT output to 1e-5, keras-hub's (tanh GELU) to 1e-2; the exported
+SavedModel gives transformers' pipeline's label on every text; the WordPiece ids are
+identical. The full-size run is `zoo benchmark all` (about 40 minutes on 2 cores).
+"""
+
+import math
+import re
+import subprocess
+import sys
+
+from tests.harness import REPO
+
+
+def _table(text, heading):
+    """Rows (lists of cells) of the first markdown table after `heading`."""
+    section = text[text.index(heading):]
+    rows = []
+    for line in section.splitlines()[1:]:
+        if line.startswith("## "):
+            break
+        if line.startswith("| ") and not line.startswith("| ---"):
+            rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows[1:]  # without the header
+
+
+def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_path):
+    out = tmp_path / "docs" / "benchmarks.md"
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.main", "benchmark", "all", "--tiny", "--families", "bert",
+         "--backends", "tensorflow", "--batches", "2", "--repeats", "1", "--no-bf16",
+         "--sequence-length", "16", "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = out.read_text(encoding="utf-8")
+    assert ("zoo benchmark all --backends tensorflow --batches 2 --families bert --repeats 1 "
+            "--sequence-length 16 --no-bf16 --tiny") in text
+    assert "Machine: " in text and "keras-hub 0.32.0" in text and "onnxruntime " in text
+
+    models = _table(text, "## Models")
+    libraries = {row[0] for row in models}
+    assert libraries == {"zoo", "keras-hub", "transformers", "onnxruntime"}, models
+    assert {row[2] for row in models if row[0] == "zoo"} == {"graph", "xla"}
+    for library, _, _, _, batch, rate, _, diff in models:
+        assert batch == "2" and float(rate) > 0
+        assert float(diff) <= (1e-2 if library == "keras-hub" else 1e-5), (library, diff)
+
+    finetune = _table(text, "## Fine-tuning step")
+    assert {(row[0], row[2]) for row in finetune} == {
+        ("zoo", "graph"), ("zoo", "xla"), ("keras-hub", "graph"), ("keras-hub", "xla"),
+        ("transformers", "eager")}
+    for row in finetune:  # a two-class head starts near ln 2 and has taken three steps
+        assert math.isfinite(float(row[-1])) and 0.3 < float(row[-1]) < 1.1, row
+
+    bucketing = _table(text, "## Dynamic padding")
+    assert [row[0] for row in bucketing] == ["glue/mrpc (sample)", "glue/sst2 (sample)"]
+    serving = {row[0]: row for row in _table(text, "## Serving")}
+    assert serving["zoo SavedModel, float32"][-1] == "256/256"
+    tokenizers = _table(text, "## Tokenizers")
+    same, total = re.match(r"([\d,]+)/([\d,]+) lines", tokenizers[0][2]).groups()
+    assert same == total
+
+    targets = _table(text, "## Targets")
+    compared = [row[0] for row in targets]
+    for expected in ("bert forward vs keras-hub tensorflow, batch 2",
+                     "bert forward vs transformers (torch), batch 2",
+                     "bert batch-2 latency, zoo / ONNX Runtime",
+                     "fine-tuning step vs keras-hub tensorflow",
+                     "WordPiece tokens/s vs transformers' fast tokenizer"):
+        assert expected in compared, compared
+    assert all(re.match(r"[\d.]+ \((met|missed|no target)", row[1]) for row in targets)
