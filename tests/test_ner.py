@@ -1,5 +1,10 @@
 """CoNLL-2003 NER: fine-tuned and feature-based training on the samples, frozen encoders,
-the six feature combinations against numpy on `return_hidden_states`, and `zoo score`."""
+the six feature combinations against numpy on `return_hidden_states`, and `zoo score`.
+
+CI sweeps two of the six feature combinations in the feature-based experiment (the reduced
+form; the full sweep shows as skipped with its reason); each combination's features are
+checked against numpy above either way. ZOO_ALL_STYLES=1 sweeps all six (about 3x the time).
+"""
 
 import json
 import os
@@ -14,6 +19,14 @@ from zoo import config as config_lib
 from zoo import models, training
 from zoo.data.samples import LAYOUT
 from zoo.models.head_models import FEATURES
+
+ALL_STYLES = os.environ.get("ZOO_ALL_STYLES") == "1"
+# The reduced sweep, in the experiment's order: the embeddings (the weakest row here and in
+# BERT's Table 7) and the weighted sum of the last four layers (the learnt scalar mix; the best
+# row here). Measured on the samples (deterministic): F1 embeddings 38.3, second_to_last 53.5,
+# last 54.1, sum_last_four 54.2, concat_last_four 49.9, sum_all 54.2, so the reduced sweep's
+# best equals the full sweep's and the >= 40 check below keeps its margin.
+REDUCED = ("embeddings", "sum_last_four")
 
 
 def overrides(sample_data, *extra):
@@ -96,20 +109,35 @@ def test_feature_combinations_are_frozen_and_match_numpy(features):
     assert restored.features == features and restored.lstm_units == 4
 
 
-def test_feature_based_experiment_writes_the_six_row_table(sample_data, tmp_path, capsys):
+def sweeps():
+    yield pytest.param(REDUCED, id="reduced", marks=[pytest.mark.skip(
+        reason="ZOO_ALL_STYLES=1 runs the six-combination sweep, which includes these")]
+        if ALL_STYLES else [])
+    yield pytest.param(FEATURES, id="all-six", marks=[] if ALL_STYLES else [pytest.mark.skip(
+        reason="reduced form: CI sweeps 2 of the 6 combinations (the other four cost ~100 s; "
+               "all six are checked against numpy above); ZOO_ALL_STYLES=1 sweeps all six")])
+
+
+@pytest.mark.parametrize("features", sweeps())
+def test_feature_based_experiment_writes_the_table(sample_data, tmp_path, capsys, features):
     """BERT Table 7 on the samples: `zoo train` of the feature-based experiment runs its sweep.
 
     The encoder is a frozen, randomly initialised 4-layer bert_tiny (the last-four
-    combinations need four layers); only the BiLSTM and the classifier learn.
+    combinations need four layers); only the BiLSTM and the classifier learn. The reduced form
+    sweeps `features`, a subset of the experiment's six, in the experiment's order.
     """
+    # The experiment itself sweeps all six, in Table 7's order (the reduced form narrows it).
+    assert config_lib.resolve("bert/conll2003_feature_based", []).sweep == {
+        "model.features": list(FEATURES)}
     run_dir = tmp_path / "table7"
     args = ["train", "--experiment", "bert/conll2003_feature_based", "--run-dir", str(run_dir)]
+    sweep = [] if features == FEATURES else [f"sweep.model.features=[{', '.join(features)}]"]
     for override in overrides(sample_data, "model.backbone.num_layers=4", "model.lstm_units=16",
-                              "train.epochs=10", "train.learning_rate=1e-2"):
+                              "train.epochs=10", "train.learning_rate=1e-2", *sweep):
         args += ["--set", override]
     assert cli(args) == 0
     printed = capsys.readouterr().out
-    names = [f"model.features={name}" for name in FEATURES]
+    names = [f"model.features={name}" for name in features]
     table = (run_dir / "table.md").read_text().splitlines()
     assert [row.split(" | ")[0].lstrip("| ") for row in table[2:]] == names
     summary = json.loads((run_dir / "sweep.json").read_text())
