@@ -25,7 +25,7 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/zoo demo
 
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 --dist loadfile -q
 
 clean:
 	rm -rf $(VENV) build *.egg-info
