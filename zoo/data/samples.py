@@ -566,14 +566,14 @@ def write_squad(root, rng):
 # RACE: a short passage on what someone did through a week, then questions that ask what the
 # passage shows about them, as RACE's inference questions do ("What does Clara like best?").
 # Every thing handled in a passage is of one kind (music, animals, the home, reading), and the
-# kind decides each answer; the options are the same four for every passage, so the answer is
-# read from the passage, not guessed from the options. Middle-school passages tell two days,
+# kind decides each answer; a question has the same four options in every passage, so its answer
+# is read from the passage, not guessed from the options. Middle-school passages tell two days,
 # high-school ones three.
 KINDS = {"music": ["piano", "violin", "cello", "flute", "trumpet", "drums", "harp", "guitar"],
          "animals": ["dog", "cat", "parrot", "rabbit", "horse", "turtle"],
          "home": ["chair", "window", "lamp", "kettle", "sofa", "table"],
          "reading": ["book", "letter", "map", "newspaper", "poem", "diary"]}
-# (question, {kind: option}): a question per line, its four options in KINDS order.
+# (question, {kind: the option that answers it for a passage of that kind}).
 INFERENCES = [("What does {first} like best?",
                {"music": "music", "animals": "animals", "home": "the house",
                 "reading": "reading"}),
