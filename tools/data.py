@@ -98,11 +98,20 @@ def run_samples(args):
 
 
 def run_check(args):
+    logger = logging.getLogger("zoo.data")
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # the report is printed instead of logged
+    try:
+        return _check(args)
+    finally:
+        logger.setLevel(level)  # `zoo data check` called in-process must not silence others
+
+
+def _check(args):
     from collections import Counter
 
     from zoo.data import DataError, read_examples
 
-    logging.getLogger("zoo.data").setLevel(logging.ERROR)  # the report is printed below instead
     counts = Counter()
     try:
         examples = read_examples(args.task, args.path, skip_bad_rows=args.skip_bad_rows)
