@@ -199,6 +199,7 @@ def _keras_contenders(spec, library):
             return backbone
         import keras_hub
 
+        # The local preset `_prepare_weights` wrote: from_preset never reaches a hub.
         backbone = keras_hub.models.Backbone.from_preset(
             os.path.join(folder, "keras_hub"), dtype=policy,
             **({} if training else {"dropout": 0.0} if spec["family"] == "bert" else {}))
@@ -947,9 +948,6 @@ def run(args):
                 "bucketing": section_bucketing, "serving": section_serving,
                 "tokenizers": section_tokenizers}
     chosen = list(sections) if args.target == "all" else [args.target]
-    if args.target == "all":
-        if os.path.dirname(args.out):
-            os.makedirs(os.path.dirname(args.out), exist_ok=True)
     started = datetime.datetime.now()
     outputs = []
     with tempfile.TemporaryDirectory() as root:
@@ -987,10 +985,9 @@ def run(args):
     doc.append("")
     for lines, _ in outputs:
         doc += lines + [""]
-    staged = f"{args.out}.tmp-{os.getpid()}"
-    with open(staged, "w", encoding="utf-8") as file:
-        file.write("\n".join(doc).rstrip() + "\n")
-    os.replace(staged, args.out)
+    from zoo.files import write_text
+
+    write_text(args.out, "\n".join(doc).rstrip() + "\n")
     progress(f"wrote {args.out}")
     return 0
 
