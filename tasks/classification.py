@@ -39,9 +39,6 @@ SIMILARITY = ("glue/mrpc", "glue/qqp", "glue/stsb")  # GPT-1 Table 4 "semantic s
 # Evaluation splits with more than one file: MNLI's matched and mismatched dev and test sets.
 SPLIT_FILES = {"glue/mnli": {"dev": ("dev_matched", "dev_mismatched"),
                              "test": ("test_matched", "test_mismatched")}}
-# Exports pad each batch to its longest sequence rounded up to this (unless the run sets
-# data.pad_to_multiple_of): 16 keeps distinct shapes few while cutting most padding.
-SERVING_MULTIPLE = 16
 NAMES = ("glue/cola", "glue/sst2", "glue/mrpc", "glue/qqp", "glue/stsb", "glue/mnli",
          "glue/qnli", "glue/rte", "glue/wnli", "snli", "scitail")
 
@@ -120,12 +117,14 @@ class ClassificationTask:
         n = len(self.examples("train")["label"])
         return -(-n // self.config.train.batch_size)
 
-    def dataset(self, split, path=None, repeat=False, skip_batches=0, batch_size=None):
+    def dataset(self, split, path=None, repeat=False, skip_batches=0, batch_size=None,
+                order=None):
         """Batches `(inputs, labels, sample_weights)` of a split, for `fit` / `predict`.
 
         The train split is shuffled: with `repeat=True` as an endless stream whose order is
         a pure function of (train.seed, position), so `skip_batches` resumes it exactly;
-        otherwise one pass, reshuffled at every iteration. Other splits keep file order.
+        otherwise one pass, reshuffled at every iteration. Other splits keep file order, or
+        `order` (`training.length_order`).
         """
         columns = self.examples(split, path)
         n = len(columns["label"])
@@ -133,7 +132,7 @@ class ClassificationTask:
         tensors = (tf.constant(columns["sentence1"]), tf.constant(columns["sentence2"]),
                    tf.constant(self._label_ids(columns["label"])))
         indices = training.example_order(n, split, self.config.train.seed, batch_size,
-                                         repeat, skip_batches)
+                                         repeat, skip_batches, order)
         ds = indices.batch(batch_size)
         ds = ds.map(lambda i: self._encode(*(tf.gather(t, i) for t in tensors)),
                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
@@ -214,8 +213,9 @@ class ClassificationTask:
     def predict(self, model, split="dev", path=None):
         """Predicted labels (names, or floats for STS-B) of a split or file, in file order."""
         inference = _inference_model(model)
-        ds = self.dataset(split, path).map(lambda x, *_: x)
-        logits = inference.predict(ds, verbose=0)["logits"]
+        order = training.length_order(self, split, path)
+        ds = self.dataset(split, path, order=order).map(lambda x, *_: x)
+        logits = training.in_file_order(inference.predict(ds, verbose=0)["logits"], order)
         if self.regression:
             return [float(v) for v in logits[:, 0]]
         return [self.labels[i] for i in np.argmax(logits, axis=-1)]
@@ -279,7 +279,7 @@ class ClassificationTask:
         def raw(sentence1, sentence2=None):
             # Always dynamic padding: a served batch is padded to its longest sequence.
             return answer(self._inputs(sentence1, sentence2, multiple=(
-                self.config.data.pad_to_multiple_of or SERVING_MULTIPLE)))
+                self.config.data.pad_to_multiple_of or export.PAD_TO_MULTIPLE_OF)))
 
         inputs = {"sentence1": export.text("sentence1")}
         if self.name not in SINGLE_SENTENCE:

@@ -126,13 +126,16 @@ class MultipleChoiceTask:
         n = len(self.examples("train")["label"])
         return -(-n // self.config.train.batch_size)
 
-    def dataset(self, split, path=None, repeat=False, skip_batches=0, batch_size=None):
+    def dataset(self, split, path=None, repeat=False, skip_batches=0, batch_size=None,
+                order=None):
         """Batches `(inputs, labels, sample_weights)` of a split, for `fit` / `predict`.
 
-        Inputs are (batch, num_choices, sequence_length). The train split is shuffled: with
-        `repeat=True` as an endless stream whose order is a pure function of (train.seed,
-        position), so `skip_batches` resumes it exactly; otherwise one pass, reshuffled at
-        every iteration. Other splits keep file order.
+        Inputs are (batch, num_choices, sequence_length), or with `data.pad_to_multiple_of`
+        cut to the batch's longest sequence rounded up to it. The train split is shuffled:
+        with `repeat=True` as an endless stream whose order is a pure function of
+        (train.seed, position), so `skip_batches` resumes it exactly; otherwise one pass,
+        reshuffled at every iteration. Other splits keep file order, or `order`
+        (`training.length_order`).
         """
         columns = self.examples(split, path)
         n = len(columns["label"])
@@ -145,7 +148,7 @@ class MultipleChoiceTask:
         tensors = (tf.constant(columns["context"]), tf.constant(columns["question"]),
                    tf.constant(choices), tf.constant(labels))
         indices = training.example_order(n, split, self.config.train.seed, batch_size,
-                                         repeat, skip_batches)
+                                         repeat, skip_batches, order)
         ds = indices.batch(batch_size)
         ds = ds.map(lambda i: self._encode(*(tf.gather(t, i) for t in tensors)),
                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
@@ -160,7 +163,7 @@ class MultipleChoiceTask:
             x = packing.pack_bert_multiple_choice(
                 tok(context), [tok(choices[:, k]) for k in range(self.num_choices)], length,
                 tok.cls_token_id, tok.sep_token_id, tok.pad_token_id)
-            return x, y, weights
+            return packing.trim_padding(x, self.config.data.pad_to_multiple_of), y, weights
         start, delimiter, extract = (tok.token_to_id(t) for t in tok.special_tokens)
         answers = [tok(choices[:, k]) for k in range(self.num_choices)]
         document, asked = tok(context), tok(question)
@@ -172,6 +175,7 @@ class MultipleChoiceTask:
         document = tf.ragged.boolean_mask(document, positions < keep[:, tf.newaxis])
         x = packing.pack_gpt_multiple_choice(tf.concat([document, asked], axis=1), answers,
                                              length, start, delimiter, extract)
+        x = packing.trim_padding(x, self.config.data.pad_to_multiple_of)
         if self.config.train.lm_weight:
             # Next-token targets on every choice's sequence: position t predicts token t + 1.
             ids, mask = x["token_ids"], x["padding_mask"]
@@ -214,8 +218,9 @@ class MultipleChoiceTask:
     def predict(self, model, split="dev", path=None):
         """The chosen 0-based choice index of every question of a split or file."""
         inference = _inference_model(model)
-        ds = self.dataset(split, path).map(lambda x, *_: x)
-        logits = inference.predict(ds, verbose=0)["logits"]
+        order = training.length_order(self, split, path)
+        ds = self.dataset(split, path, order=order).map(lambda x, *_: x)
+        logits = training.in_file_order(inference.predict(ds, verbose=0)["logits"], order)
         return [int(i) for i in np.argmax(logits, axis=-1)]
 
     def evaluate(self, model, split="dev", path=None, return_predictions=False):
@@ -307,6 +312,10 @@ class MultipleChoiceTask:
             batch, k = tf.shape(choices)[0], tf.shape(choices)[1]
             with tf.control_dependencies([checked(batch, k)]):
                 x = self.serving_inputs(context, choices)
+            # Dynamic padding: each choice is scored on its own real tokens, so cutting the
+            # batch to its longest sequence changes no score.
+            x = packing.trim_padding(x, self.config.data.pad_to_multiple_of
+                                     or export.PAD_TO_MULTIPLE_OF)
             return answer({key: value[:, 0] for key, value in x.items()}, batch, k)
 
         def ids(**x):

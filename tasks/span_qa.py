@@ -42,7 +42,7 @@ import tensorflow as tf
 
 from zoo import config as config_lib
 from zoo import training
-from zoo.data import DataError, read_examples
+from zoo.data import DataError, packing, read_examples
 from zoo.data.samples import LAYOUT
 from zoo.data.squad import squad_windows, squad_windows_graph
 from zoo.files import write_text
@@ -137,13 +137,16 @@ class SpanQATask:
         n = len(self.windows("train")["token_ids"])
         return -(-n // self.config.train.batch_size)
 
-    def dataset(self, split, path=None, repeat=False, skip_batches=0, batch_size=None):
+    def dataset(self, split, path=None, repeat=False, skip_batches=0, batch_size=None,
+                order=None):
         """Batches `(inputs, {start_positions, end_positions})` of a split's windows.
 
-        The train split is shuffled: with `repeat=True` as an endless stream whose order is
-        a pure function of (train.seed, position), so `skip_batches` resumes it exactly;
+        Inputs are (batch, sequence_length), or with `data.pad_to_multiple_of` cut to the
+        batch's longest window rounded up to it (the answer positions are inside it). The
+        train split is shuffled: with `repeat=True` as an endless stream whose order is a
+        pure function of (train.seed, position), so `skip_batches` resumes it exactly;
         otherwise one pass, reshuffled at every iteration. Other splits keep window order,
-        which `evaluate` relies on.
+        or `order` (`training.length_order`, undone by `predict`).
         """
         windows = self.windows(split, path)
         n = len(windows["token_ids"])
@@ -151,9 +154,11 @@ class SpanQATask:
         x = {key: tf.constant(windows[key]) for key in MODEL_INPUTS}
         y = {key: tf.constant(windows[key]) for key in LABELS}
         indices = training.example_order(n, split, self.config.train.seed, batch_size,
-                                         repeat, skip_batches)
+                                         repeat, skip_batches, order)
+        multiple = self.config.data.pad_to_multiple_of
         ds = indices.batch(batch_size).map(
-            lambda i: ({k: tf.gather(v, i) for k, v in x.items()},
+            lambda i: (packing.trim_padding({k: tf.gather(v, i) for k, v in x.items()},
+                                            multiple),
                        {k: tf.gather(v, i) for k, v in y.items()}),
             num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         return ds.prefetch(tf.data.AUTOTUNE)
@@ -186,11 +191,23 @@ class SpanQATask:
     def predict(self, model, split="dev", path=None):
         """{id: (answer text, s_best, s_null)} for the questions of a split or file."""
         examples, windows, _ = self._read(split, path)
-        ds = self.dataset(split, path, batch_size=self.config.train.batch_size)
-        logits = model.predict(ds.map(lambda x, _: x), verbose=0)
         data = self.config.data
-        spans = best_spans(windows, [e["context"] for e in examples], logits["start_positions"],
-                           logits["end_positions"], data.n_best_size, data.max_answer_length)
+        order = training.length_order(self, split, path)
+        starts, ends = [], []
+        # Batch by batch: with dynamic padding the batches differ in length, and the logits
+        # of the cut positions are -inf (no logit; `logits_at_full_length`).
+        for x, _ in self.dataset(split, path, batch_size=self.config.train.batch_size,
+                                 order=order):
+            start, end = logits_at_full_length(
+                model.predict_on_batch(x), data.sequence_length,
+                x["padding_mask"] if data.pad_to_multiple_of else None)
+            starts.append(start)
+            ends.append(end)
+        length = data.sequence_length
+        starts = training.in_file_order(np.concatenate(starts or [np.zeros((0, length))]), order)
+        ends = training.in_file_order(np.concatenate(ends or [np.zeros((0, length))]), order)
+        spans = best_spans(windows, [e["context"] for e in examples], starts, ends,
+                           data.n_best_size, data.max_answer_length)
         return {e["id"]: span for e, span in zip(examples, spans)}
 
     def evaluate(self, model, split="dev", path=None, return_predictions=False):
@@ -283,8 +300,13 @@ class SpanQATask:
         context with those bytes replaced by U+FFFD, and the offsets count that text's
         characters. A batch of 0 gives empty outputs.
 
+        With `data.pad_to_multiple_of` set, each chunk of windows is cut to its longest
+        window rounded up to it, as `predict` cuts its batches (`logits_at_full_length`), so
+        the served answers stay those of `evaluate`.
+
         `serving_ids`: `token_ids`, `segment_ids`, `padding_mask` [batch, sequence_length] of
-        packed windows in; `start_logits`, `end_logits` [batch, sequence_length] float32 out.
+        packed windows in; `start_logits`, `end_logits` [batch, sequence_length] float32 out
+        (the model's logits at every position, whatever `data.pad_to_multiple_of`).
         """
         from zoo import export
 
@@ -292,10 +314,12 @@ class SpanQATask:
         tau = self.null_threshold(run_dir)
         version = self.version
 
-        def logits(x):
-            out = model(x, training=False)
-            return (tf.cast(out["start_positions"], tf.float32),
-                    tf.cast(out["end_positions"], tf.float32))
+        def logits(x, multiple=0):
+            # Dynamic padding as in `predict` (data.pad_to_multiple_of), so serving answers
+            # as `evaluate` does; padding gets -inf there.
+            x = packing.trim_padding(x, multiple)
+            return logits_at_full_length(model(x, training=False), data.sequence_length,
+                                         x["padding_mask"] if multiple else None)
 
         def chunked_logits(x):
             # A long context has hundreds of windows: run them CHUNK at a time, so memory
@@ -308,7 +332,8 @@ class SpanQATask:
                  for key, value in x.items()}
             # Static output shapes: a batch without windows maps over no chunk at all.
             spec = tf.TensorSpec([CHUNK, length], tf.float32)
-            start, end = tf.map_fn(logits, x, fn_output_signature=(spec, spec))
+            start, end = tf.map_fn(lambda chunk: logits(chunk, data.pad_to_multiple_of), x,
+                                   fn_output_signature=(spec, spec))
             return tuple(tf.reshape(t, [chunks * CHUNK, length])[:total] for t in (start, end))
 
         def raw(question, context):
@@ -372,6 +397,35 @@ class SpanQATask:
         return [training.Phase(0, schedule.rounds,
                                lambda skip: self.dataset("train", repeat=True,
                                                          skip_batches=skip))]
+
+
+def logits_at_full_length(outputs, length, padding_mask=None):
+    """(start, end) float32 logits of a model's outputs, padded back to `length` positions.
+
+    Under dynamic padding (`data.pad_to_multiple_of`) a batch is cut to its longest window.
+    Padding gets no logit: -inf at the positions cut off and, when `padding_mask` is given, at
+    every padding position, so the answers do not depend on where a batch was cut (serving
+    cuts chunks of one question's windows, evaluation batches of many) and a padding position
+    never takes one of the n_best_size candidate places (with full padding, as in
+    run_squad.py, it can, though it is never an answer: it is outside the context). Works on
+    NumPy arrays and TF tensors.
+    """
+    out = []
+    for key in LABELS:
+        value = outputs[key]
+        if isinstance(value, np.ndarray):
+            value = value.astype("float32")
+            if padding_mask is not None:
+                value = np.where(np.asarray(padding_mask) > 0, value, -np.inf)
+            out.append(np.pad(value, [(0, 0), (0, length - value.shape[1])],
+                              constant_values=-np.inf))
+        else:
+            value = tf.cast(value, tf.float32)
+            if padding_mask is not None:
+                value = tf.where(padding_mask > 0, value, -np.inf)
+            out.append(tf.reshape(tf.pad(value, [[0, 0], [0, length - tf.shape(value)[1]]],
+                                         constant_values=-np.inf), [-1, length]))
+    return tuple(out)
 
 
 def best_spans(windows, contexts, start_logits, end_logits, n_best_size=20,

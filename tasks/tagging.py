@@ -25,7 +25,7 @@ import tensorflow as tf
 
 from zoo import config as config_lib
 from zoo import training
-from zoo.data import read_examples
+from zoo.data import packing, read_examples
 from zoo.data.ner import align_tokens
 from zoo.data.readers import CONLL_TAGS
 from zoo.data.samples import LAYOUT
@@ -92,12 +92,14 @@ class TaggingTask:
         return -(-len(self.examples("train")["words"]) // self.config.train.batch_size)
 
     def dataset(self, split, path=None, repeat=False, skip_batches=0, batch_size=None,
-                with_word_ids=False):
+                with_word_ids=False, order=None):
         """Batches `(inputs, {"logits": tag ids}, {"logits": weights})` of a split.
 
-        The train split is shuffled: with `repeat=True` as an endless stream whose order is a
-        pure function of (train.seed, position), so `skip_batches` resumes it exactly;
-        otherwise one pass, reshuffled at every iteration. Other splits keep file order.
+        Every tensor is (batch, sequence_length), or with `data.pad_to_multiple_of` cut to
+        the batch's longest sentence rounded up to it. The train split is shuffled: with
+        `repeat=True` as an endless stream whose order is a pure function of (train.seed,
+        position), so `skip_batches` resumes it exactly; otherwise one pass, reshuffled at
+        every iteration. Other splits keep file order, or `order` (`training.length_order`).
         """
         columns = self.examples(split, path)
         n = len(columns["words"])
@@ -107,7 +109,7 @@ class TaggingTask:
         tags = tf.ragged.constant([[index[t] for t in s] for s in columns["tags"]],
                                   dtype=tf.int32, row_splits_dtype=tf.int64)
         indices = training.example_order(n, split, self.config.train.seed, batch_size,
-                                         repeat, skip_batches)
+                                         repeat, skip_batches, order)
         length = self.config.data.sequence_length
 
         def encode(i):
@@ -117,8 +119,11 @@ class TaggingTask:
             token_tags = tf.gather(word_tags, tf.maximum(aligned["word_ids"], 0), batch_dims=1)
             keys = ("token_ids", "segment_ids", "padding_mask") + ("word_ids",) * with_word_ids
             x = {key: aligned[key] for key in keys}
-            return (x, {"logits": token_tags * tf.cast(first, tf.int32)},
-                    {"logits": tf.cast(first, tf.float32)})
+            # The labels and weights are cut with the inputs (dynamic padding).
+            x = packing.trim_padding({**x, "labels": token_tags * tf.cast(first, tf.int32),
+                                      "weights": tf.cast(first, tf.float32)},
+                                     self.config.data.pad_to_multiple_of)
+            return x, {"logits": x.pop("labels")}, {"logits": x.pop("weights")}
 
         ds = indices.batch(batch_size).map(encode, num_parallel_calls=tf.data.AUTOTUNE,
                                            deterministic=True)
@@ -159,8 +164,9 @@ class TaggingTask:
         columns = self.examples(split, path)
         predicted = [["O"] * len(words) for words in columns["words"]]
         covered = [np.zeros(len(words), bool) for words in columns["words"]]
-        sentence = 0
-        for x, _, _ in self.dataset(split, path, with_word_ids=True):
+        order = training.length_order(self, split, path)
+        sentences = iter(range(len(predicted)) if order is None else order)
+        for x, _, _ in self.dataset(split, path, with_word_ids=True, order=order):
             word_ids = x.pop("word_ids").numpy()
             tags = np.argmax(model.predict_on_batch(x)["logits"], axis=-1)
             first = x["padding_mask"].numpy() > 0
@@ -168,11 +174,11 @@ class TaggingTask:
                                      word_ids[:, 1:] != word_ids[:, :-1]], axis=1)
             first &= word_ids >= 0
             for row in range(len(word_ids)):
+                sentence = next(sentences)
                 for position in np.flatnonzero(first[row]):
                     predicted[sentence][word_ids[row, position]] = self.labels[
                         tags[row, position]]
                     covered[sentence][word_ids[row, position]] = True
-                sentence += 1
         unpredicted = int(sum((~c).sum() for c in covered))
         return predicted, unpredicted
 
@@ -244,7 +250,10 @@ class TaggingTask:
             text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace",
                                                 replacement_char=0xFFFD)
             words = tf.strings.split(text)  # (batch, words), row_splits int64
-            aligned = align_tokens(words, self.tokenizer, length)
+            # Dynamic padding: the tags of real tokens do not depend on the padding.
+            aligned = packing.trim_padding(align_tokens(words, self.tokenizer, length),
+                                           self.config.data.pad_to_multiple_of
+                                           or export.PAD_TO_MULTIPLE_OF)
             probabilities = per_token({key: aligned[key] for key in
                                        ("token_ids", "segment_ids", "padding_mask")})
             token_tags = tf.argmax(probabilities, axis=-1, output_type=tf.int32)

@@ -249,21 +249,36 @@ def test_mirrored_strategy_over_two_cpu_devices(sample_data, tmp_path):
 
 
 def fit_on_backend(root, vocabulary):
-    """tasks.create -> build_model -> compile -> fit, under the current Keras backend."""
+    """tasks.create -> build_model -> compile -> fit, under the current Keras backend, with
+    dynamic padding (32 tokens in buckets of 4); under JAX also the XLA compilations of the
+    train step, counted from jax.monitoring's backend-compile events."""
     import tasks
 
     config = config_lib.resolve("bert/glue_sst2", [
         "model.preset=bert_tiny", f"model.vocabulary={vocabulary}",
         f"data.dir={os.path.join(root, 'glue', 'SST-2')}", "data.sequence_length=32",
-        "train.batch_size=32", "train.learning_rate=1e-3", "train.epochs=4"])
+        "data.pad_to_multiple_of=4", "train.batch_size=8", "train.learning_rate=1e-3",
+        "train.epochs=4", "train.jit_compile=true"])
     task = tasks.create("glue/sst2", config)
     model = task.build_model()
     task.compile(model)
     before = task.evaluate(model, "dev")["accuracy"]
+    compiled = []
+    if keras.backend.backend() == "jax":
+        import jax
+
+        def count(event, duration, fun_name="", **_):
+            if event == "/jax/core/compile/backend_compile_duration" and "train_step" in fun_name:
+                compiled.append(fun_name)
+
+        jax.monitoring.register_event_duration_secs_listener(count)
+    widths = {int(x["token_ids"].shape[1]) for x, *_ in task.dataset("train")}
     history = model.fit(task.dataset("train"), epochs=4, verbose=0)
     after = task.evaluate(model, "dev")["accuracy"]
     return {"backend": np.array(keras.backend.backend()), "before": np.array(before),
-            "after": np.array(after), "loss": np.array(history.history["loss"])}
+            "after": np.array(after), "loss": np.array(history.history["loss"]),
+            "train_step_compilations": np.array(len(compiled)),
+            "widths": np.array(sorted(widths))}
 
 
 def test_model_fit_with_a_task_runs_on_jax(sample_data):
@@ -272,6 +287,11 @@ def test_model_fit_with_a_task_runs_on_jax(sample_data):
     assert str(result["backend"]) == "jax"
     assert result["loss"][-1] < result["loss"][0]
     assert result["after"] >= 0.8, result
+    # Issue #10 item 4: one XLA compilation of the train step per bucket width met, at most
+    # sequence_length / pad_to_multiple_of = 8 whatever the number of batches (4 epochs).
+    widths = result["widths"].tolist()
+    assert len(widths) >= 2 and all(w % 4 == 0 for w in widths), widths
+    assert len(widths) <= int(result["train_step_compilations"]) <= 32 // 4, result
 
 
 # === Failures before and during training ===

@@ -92,6 +92,9 @@ class DataConfig:
                                      "sequence, rounded up to a multiple of this (the bucket "
                                      "width; compilations <= sequence_length / it); 0: pad to "
                                      "sequence_length", min=0)
+    sort_by_length: bool = _field(False, "evaluation and prediction: batch the examples in "
+                                  "order of length, so that with pad_to_multiple_of each "
+                                  "batch carries little padding; results stay in file order")
     skip_bad_rows: bool = _field(False, "skip, count and report malformed rows instead of "
                                  "stopping at the first")
     mask_selection_rate: float = _field(0.15, "masked LM: fraction of tokens predicted "

@@ -29,6 +29,10 @@ import tensorflow as tf
 
 METADATA = "zoo_export.json"
 DEFAULT, IDS = "serving_default", "serving_ids"
+# Raw-input signatures pad each batch only to its longest sequence, rounded up to this
+# (unless the run sets data.pad_to_multiple_of): 16 keeps distinct shapes few while cutting
+# most padding. The tasks whose outputs on real tokens do not depend on the padding use it.
+PAD_TO_MULTIPLE_OF = 16
 _TEMPORARY = re.compile(r"^\.tmp-(\d+)-(\d+)-")
 
 
