@@ -160,6 +160,67 @@ def test_mixed_precision_bfloat16(family):
     assert_outputs_close(out, run(reference, x), atol=0.1, where=f"{family} bf16 vs fp32")
 
 
+# The checkpoint heads: every kind of weight-holding layer the families use (dense, embedding
+# and tied decoder, patch convolution and class token, LayerNorm, task-head dense).
+CHECKPOINT_MODELS = {
+    "bert": zoo.models.BertPretrainingModel,
+    "gpt": zoo.models.GPTLanguageModel,
+    "vit": lambda backbone: zoo.models.ViTClassifier(backbone, num_classes=5),
+}
+
+
+@pytest.mark.parametrize("family", list(CHECKPOINT_MODELS))
+def test_bfloat16_weights_compute_mixed_bfloat16_bit_for_bit(family):
+    """`export.with_bfloat16_weights` gives the bits of the model built under mixed_bfloat16.
+
+    The reference is built as a run trained under mixed_bfloat16 builds it (global policy,
+    float32 variables) with the same weights. Rounding a weight to bfloat16 once, at load, is
+    the rounding mixed_bfloat16 does on every call, so eager, graph and XLA outputs are equal
+    bit for bit; storing a LayerNorm in bfloat16 would change them.
+    """
+    import tensorflow as tf
+
+    from zoo import export
+
+    wrap = CHECKPOINT_MODELS[family]
+    model = wrap(build(family))
+    rng = np.random.default_rng(2)
+    for w in model.weights:  # the heads too (ViT's classifier starts at zero)
+        w.assign(keras.ops.convert_to_numpy(w) + rng.normal(0, 0.05, w.shape).astype("float32"))
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        reference = wrap(build(family, seed=1))
+    finally:
+        keras.config.set_dtype_policy(previous)
+    copy_weights(model, reference)
+    served = export.with_bfloat16_weights(model)
+
+    assert {w.dtype for w in reference.weights} == {"float32"}
+    dtypes = {w.path: w.dtype for w in served.weights}
+    assert [w.path for w in model.weights] == list(dtypes)
+    float32 = {path.rsplit("/", 1)[-1] for path, dtype in dtypes.items() if dtype == "float32"}
+    assert float32 <= {"gamma", "beta", "output_bias"}, dtypes  # LayerNorm, MLM output bias
+    assert all(dtypes[path] == "bfloat16" for path in dtypes
+               if path.endswith(("/kernel", "/embeddings", "/class_token")))
+    x = inputs_for(family)
+    fp32 = run(model, x)
+    for mode in ("eager", "graph", "xla"):
+        if mode == "eager":
+            expected, actual = run(reference, x), run(served, x)
+        else:
+            def call(m):
+                return to_numpy(tf.function(lambda x: m(x, training=False),
+                                            jit_compile=mode == "xla")(x))
+            expected, actual = call(reference), call(served)
+        assert set(actual) == set(expected) == set(fp32)
+        for key in expected:
+            assert actual[key].dtype == expected[key].dtype == "bfloat16"
+            np.testing.assert_array_equal(actual[key], expected[key], err_msg=f"{mode} {key}")
+            # and not the float32 model: the comparison can fail
+            assert np.abs(actual[key].astype("float32") - fp32[key]).max() > 0, key
+
+
 def test_attention_explicit_path_matches_fused():
     """The training path with attention dropout computes the same function as the fused op."""
     layer = zoo.layers.MultiHeadSelfAttention(num_heads=2, dropout=0.5)

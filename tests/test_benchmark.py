@@ -73,3 +73,28 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
                      "WordPiece tokens/s vs transformers' fast tokenizer"):
         assert expected in compared, compared
     assert all(re.match(r"[\d.]+ \((met|missed|no target)", row[1]) for row in targets)
+
+
+def test_zoo_bfloat16_contenders_compute_what_mixed_bfloat16_computes(tmp_path, monkeypatch):
+    """With --bf16, zoo is timed under mixed_bfloat16 and as it serves it (`bfloat16`: the
+    dense and embedding weights stored in bfloat16, `export.with_bfloat16_weights`); keras-hub
+    under its mixed_bfloat16 only. The two zoo contenders compute the same bits, so their
+    distance from transformers' float32 output is the same number, a bfloat16-sized one."""
+    from tools import benchmark
+
+    monkeypatch.chdir(REPO)  # the workers import tools.benchmark from here
+    root = str(tmp_path)
+    benchmark._prepare_weights(root, ["bert"], [2], 16, tiny=True)
+    results = benchmark._time_family(root, "bert", "forward", [2], 16, ["tensorflow"], True,
+                                     1, lambda _: None)
+    diffs = {key: diff for key, (_, diff) in results.items()}
+    modes = ("graph", "xla")
+    assert {name for label, name in diffs if label == "zoo tensorflow"} == {
+        f"{mode} {policy} 2" for mode in modes
+        for policy in ("float32", "mixed_bfloat16", "bfloat16")}
+    assert {name for label, name in diffs if label == "keras-hub tensorflow"} == {
+        f"{mode} {policy} 2" for mode in modes for policy in ("float32", "mixed_bfloat16")}
+    for mode in modes:
+        bf16 = diffs[("zoo tensorflow", f"{mode} bfloat16 2")]
+        assert bf16 == diffs[("zoo tensorflow", f"{mode} mixed_bfloat16 2")], mode
+        assert bf16 > 1e-3 > diffs[("zoo tensorflow", f"{mode} float32 2")], (mode, bf16)

@@ -48,7 +48,8 @@ def register(subparsers):
         parsers[name].add_argument("--batches", nargs="+", type=int, default=[8, 1],
                                    help="batch sizes; the smallest is the latency row")
         parsers[name].add_argument("--bf16", action=argparse.BooleanOptionalAction,
-                                   default=True, help="also time mixed_bfloat16 on Keras")
+                                   default=True, help="also time bfloat16 on Keras: "
+                                   "mixed_bfloat16, and zoo with bfloat16 weights")
     for name in ("models", "finetune", "all"):
         parsers[name].add_argument("--tiny", action="store_true",
                                    help="two-layer models instead of the paper's sizes: checks "
@@ -189,13 +190,19 @@ def _keras_contenders(spec, library):
 
             with open(os.path.join(folder, "zoo_config.json"), encoding="utf-8") as file:
                 saved = json.load(file)
-            config = dict(saved["config"], dtype=policy)
+            # "bfloat16": what zoo serves under mixed_bfloat16 (`zoo export`), the same
+            # computation with the dense and embedding weights stored in bfloat16.
+            config = dict(saved["config"], dtype="float32" if policy == "bfloat16" else policy)
             if not training:
                 config.update(dropout=0.0, attention_dropout=0.0)
             backbone = getattr(zoo.models, saved["class_name"]).from_config(config)
             backbone.load_weights(os.path.join(folder, "zoo.weights.h5"))
             if training:
                 return zoo.models.BertClassifier(backbone, 2, dropout=0.1)
+            if policy == "bfloat16":
+                from zoo import export
+
+                return export.with_bfloat16_weights(backbone)
             return backbone
         import keras_hub
 
@@ -434,8 +441,8 @@ def _groups(family, kind, backends, bf16):
                   for mode in (["graph", "xla"] if backend == "tensorflow" else ["jit"])]
         return groups + [[("transformers", None, ["float32"], ["eager"])]]
     policies = ["float32"] + (["mixed_bfloat16"] if bf16 else [])
-    group = [(library, backend, policies, None) for backend in backends
-             for library in keras_libraries]
+    group = [(library, backend, policies + (["bfloat16"] if bf16 and library == "zoo" else []),
+              None) for backend in backends for library in keras_libraries]
     return [group + [("transformers", None, ["float32"], None),
                      ("onnxruntime", None, ["float32"], None)]]
 
@@ -480,7 +487,7 @@ def _time_family(root, family, kind, batches, length, backends, bf16, repeats, p
 
 def _split(name):
     mode, policy, batch = name.split()
-    return mode, policy.replace("mixed_", ""), int(batch)
+    return mode, policy, int(batch)
 
 
 def _best(results, label, batch, policy="float32"):
@@ -515,7 +522,11 @@ def section_models(args, progress=print):
         "ONNX Runtime runs transformers' model exported by `torch.onnx.export(dynamo=True)` "
         "at `ORT_ENABLE_ALL`. Max diff: the largest absolute difference from transformers' "
         "output on two corners of the sequence output (keras-hub's BERT uses the tanh GELU, "
-        "the others the exact one).", ""]
+        "the others the exact one). dtype: `mixed_bfloat16` is the Keras policy (float32 "
+        "weights, cast to bfloat16 at every call; bfloat16 compute); `bfloat16` is zoo's "
+        "`export.with_bfloat16_weights`, what `zoo export` serves: the same computation, bit "
+        "for bit, with the dense and embedding weights stored in bfloat16 (LayerNorm keeps "
+        "float32 weights and computes in float32 in both).", ""]
     summary = []
     for family in args.families:
         results = _time_family(args.root, family, "forward", args.batches, args.sequence_length,
@@ -551,9 +562,13 @@ def section_models(args, progress=print):
         if args.bf16 and "tensorflow" in args.backends:
             hub = _best(results, "keras-hub tensorflow", big)[0]
             bf16 = _best(results, "zoo tensorflow", big, "bfloat16")[0]
+            mixed = _best(results, "zoo tensorflow", big, "mixed_bfloat16")[0]
             if hub and bf16:
                 summary.append((f"{family} zoo bfloat16 forward vs keras-hub float32 "
                                 f"(tensorflow), batch {big}", _target(hub / bf16, 1.6)))
+            if mixed and bf16:
+                summary.append((f"{family} zoo bfloat16 weights vs zoo mixed_bfloat16 forward "
+                                f"(tensorflow), batch {big}", _target(mixed / bf16)))
     return lines, summary
 
 
@@ -760,8 +775,9 @@ def section_serving(args, progress=print):
         keras_model = task.build_model()
         commands = {}
         for policy in ("float32", "mixed_bfloat16"):
-            model = keras_model if policy == "float32" else export.with_dtype_policy(
-                keras_model, policy)
+            # As `zoo export` serves mixed_bfloat16: dense and embedding weights in bfloat16.
+            model = keras_model if policy == "float32" else export.with_bfloat16_weights(
+                keras_model)
             archive, _ = export.build_archive(task, model, None)
             path = os.path.join(tmp, policy)
             archive.write_out(path, verbose=False)

@@ -180,26 +180,86 @@ def _endpoint(name, signature):
 def with_dtype_policy(model, policy):
     """A copy of `model` computing under the Keras dtype policy `policy` (same weights).
 
-    The policy of every layer in the saved configuration is replaced, the model rebuilt and
-    the weights copied (variables stay float32 under the mixed policies). Used by
-    `export(..., mixed_precision="mixed_bfloat16")`: bfloat16 matmuls on CPUs with
-    avx512_bf16 or AMX serve faster than float32.
+    The policy of every layer in the saved configuration is replaced and the model rebuilt
+    with `policy` as the global policy too, so that layers built without an explicit dtype
+    (the task heads) follow it as they do in a run trained under it; the weights are then
+    copied, cast to each new variable's dtype. `policy` is a name ("mixed_bfloat16": variables
+    stay float32) or a `keras.dtype_policies.DTypePolicyMap` (see `with_bfloat16_weights`).
     """
     import keras
 
+    policy = keras.dtype_policies.get(policy)
+    serialized = keras.dtype_policies.serialize(policy)
+
     def replace(node):
         if isinstance(node, dict):
-            if node.get("class_name") == "DTypePolicy" and node.get("module") == "keras":
-                return {**node, "config": {**node["config"], "name": policy}}
+            if node.get("class_name") in ("DTypePolicy", "DTypePolicyMap") and \
+                    node.get("module") == "keras":
+                return serialized
             return {key: replace(value) for key, value in node.items()}
         if isinstance(node, list):
             return [replace(value) for value in node]
         return node
 
-    clone = keras.saving.deserialize_keras_object(
-        replace(keras.saving.serialize_keras_object(model)))
-    clone.set_weights(model.get_weights())
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        clone = keras.saving.deserialize_keras_object(
+            replace(keras.saving.serialize_keras_object(model)))
+    finally:
+        keras.config.set_dtype_policy(previous)
+    for source, target in zip(model.weights, clone.weights, strict=True):
+        if source.path != target.path:
+            raise ValueError(f"with_dtype_policy: the rebuilt model's weight {target.path} "
+                             f"stands where {model.name} has {source.path}")
+        target.assign(keras.ops.cast(source, target.dtype))
     return clone
+
+
+def _read_in_compute_dtype(layer):
+    """Whether every use of the layer's weights is after a cast to its compute dtype.
+
+    Under mixed_bfloat16 these layers cast their float32 weights to bfloat16 on every call
+    (Dense and Conv2D kernels and biases, embedding tables, the ViT class token and positions)
+    and compute in bfloat16; LayerNormalization computes in float32 and is not one of them.
+    """
+    import keras
+
+    from zoo.layers import PatchEmbedding, PositionEmbedding
+
+    return isinstance(layer, (keras.layers.Dense, keras.layers.Conv2D, keras.layers.Embedding,
+                              PatchEmbedding, PositionEmbedding))
+
+
+def with_bfloat16_weights(model):
+    """A copy of `model` for mixed_bfloat16 inference, its dense and embedding weights bfloat16.
+
+    Under mixed_bfloat16 every dense kernel and embedding table is stored in float32 and cast
+    to bfloat16 on every call (on BERT-base, 147 Cast ops a forward pass). Rounded to bfloat16
+    once, here, a weight has the value that cast gives it, so the outputs are the same bit for
+    bit (tests/test_backbones.py checks BERT, GPT-1 and ViT, eager, graph and XLA) without the
+    casts, and these weights take half the memory. The layers that only read their weights
+    after that cast (`_read_in_compute_dtype`) get the policy "bfloat16" through a
+    `DTypePolicyMap` over their paths; every other layer keeps "mixed_bfloat16", LayerNorm
+    (which computes in float32) and the masked-LM output bias keep float32 weights. For
+    inference only: training needs float32 master weights. `export` serves every
+    mixed_bfloat16 model this way.
+
+    Example:
+        >>> import zoo
+        >>> model = zoo.models.create("bert_tiny", num_layers=1)
+        >>> served = with_bfloat16_weights(model)
+        >>> served.get_layer("token_embedding").embeddings.dtype, served.compute_dtype
+        ('bfloat16', 'bfloat16')
+        >>> served.get_layer("embeddings_norm").gamma.dtype
+        'float32'
+    """
+    import keras
+
+    stored = {layer.path: keras.dtype_policies.DTypePolicy("bfloat16")
+              for layer in model._flatten_layers() if _read_in_compute_dtype(layer)}
+    return with_dtype_policy(model, keras.dtype_policies.DTypePolicyMap("mixed_bfloat16",
+                                                                         stored))
 
 
 def export(run_dir, base, version=None, checkpoint="best", progress=print,
@@ -215,7 +275,9 @@ def export(run_dir, base, version=None, checkpoint="best", progress=print,
         checkpoint: "best" (falling back to "final") or "final".
         progress: called with one line per stage.
         mixed_precision: serve under this Keras dtype policy ("float32", "mixed_bfloat16",
-            "mixed_float16") instead of the run's own `train.mixed_precision`.
+            "mixed_float16") instead of the run's own `train.mixed_precision`. A model served
+            under mixed_bfloat16 (so also a run trained under it) is exported with its dense
+            and embedding weights in bfloat16 (`with_bfloat16_weights`: the same answers).
 
     Example:
         >>> export("runs/mrpc", "exports/mrpc")  # doctest: +SKIP
@@ -246,7 +308,12 @@ def export(run_dir, base, version=None, checkpoint="best", progress=print,
             raise ValueError(f"--mixed-precision {mixed_precision!r}: one of "
                              f"{', '.join(PRECISIONS)}")
         progress(f"computing under {mixed_precision} (the run trained under {policy})")
-        model, policy = with_dtype_policy(model, mixed_precision), mixed_precision
+        if mixed_precision != "mixed_bfloat16":
+            model = with_dtype_policy(model, mixed_precision)
+        policy = mixed_precision
+    if policy == "mixed_bfloat16":
+        progress("storing the dense kernels and embedding tables in bfloat16")
+        model = with_bfloat16_weights(model)
     progress(f"tracing the {config.task} signatures")
     archive, described = build_archive(task, model, run_dir)
     staging = tempfile.mkdtemp(prefix=f".tmp-{version}-{os.getpid()}-", dir=base)
@@ -275,4 +342,4 @@ def serving_command(base, name):
 
 
 __all__ = ["Signature", "export", "ids_signature", "load_task", "model_inputs", "next_version",
-           "serving_command", "text", "with_dtype_policy"]
+           "serving_command", "text", "with_bfloat16_weights", "with_dtype_policy"]
