@@ -225,12 +225,13 @@ def _keras_contenders(spec, library):
             if spec["kind"] == "train":
                 for mode in modes:
                     model = build(policy, training=True)
-                    # The same optimizer and loss for both, and no metric: keras-hub's
-                    # Task.compile would add an accuracy metric unless told `metrics=None`.
+                    # The same optimizer and loss for both, and no metric: a keras-hub Task
+                    # compiles itself with an accuracy metric when built, which only an
+                    # explicit empty list replaces (`metrics=None` keeps it).
                     model.compile(
                         optimizer=keras.optimizers.AdamW(2e-5, weight_decay=0.01),
                         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                        metrics=None, jit_compile=mode != "graph")
+                        metrics=[], jit_compile=mode != "graph")
                     y = {"logits": labels} if library == "zoo" else labels
                     fns[f"{mode} {policy} {batch}"] = (
                         lambda m=model, x=x, y=y: float(np.ravel(m.train_on_batch(x, y))[0]))
