@@ -235,6 +235,17 @@ def test_attention_explicit_path_matches_fused():
         np.testing.assert_allclose(explicit, fused, atol=1e-6)
 
 
+def test_row_dropout_is_keras_dropout():
+    """RowDropout (the embeddings' dropout) draws the same mask as keras.layers.Dropout."""
+    x = np.random.default_rng(0).standard_normal((3, 5, 16)).astype("float32")
+    for seed in (1, 7):
+        expected = keras.layers.Dropout(0.3, seed=seed)(x, training=True)
+        got = zoo.layers.RowDropout(0.3, seed=seed)(x, training=True)
+        np.testing.assert_array_equal(to_numpy({"x": got})["x"], to_numpy({"x": expected})["x"])
+    assert 0 < np.mean(to_numpy({"x": got})["x"] == 0) < 0.6
+    np.testing.assert_array_equal(zoo.layers.RowDropout(0.3)(x, training=False), x)
+
+
 def test_vit_other_resolution():
     model = build("vit")
     same = model.with_image_size(16)

@@ -4,7 +4,7 @@ from zoo.layers.attention import AttentionMask, MultiHeadSelfAttention
 from zoo.layers.embeddings import PatchEmbedding, PositionEmbedding, TiedEmbedding
 from zoo.layers.heads import (ClassificationHead, FoldSequences, GatherPositions,
                               LastTokenPooling, MaskedLMHead, UnfoldSequences)
-from zoo.layers.transformer import TransformerBlock
+from zoo.layers.transformer import RowDropout, TransformerBlock
 
 __all__ = [
     "AttentionMask",
@@ -16,6 +16,7 @@ __all__ = [
     "MultiHeadSelfAttention",
     "PatchEmbedding",
     "PositionEmbedding",
+    "RowDropout",
     "TiedEmbedding",
     "TransformerBlock",
     "UnfoldSequences",

@@ -9,7 +9,7 @@ output used for classification. Feed-forward width is 4H (section 3, footnote on
 import keras
 from keras import ops
 
-from zoo.layers import AttentionMask, PositionEmbedding, TransformerBlock
+from zoo.layers import AttentionMask, PositionEmbedding, RowDropout, TransformerBlock
 from zoo.models.backbone import Backbone
 
 
@@ -77,7 +77,7 @@ class BertBackbone(Backbone):
         embeddings_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=dtype, name="embeddings_norm"
         )
-        embeddings_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")
+        embeddings_dropout = RowDropout(dropout, dtype=dtype, name="embeddings_dropout")
         blocks = [
             TransformerBlock(
                 num_heads, intermediate_dim, activation=activation, dropout=dropout,

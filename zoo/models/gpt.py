@@ -11,7 +11,8 @@ Transformer, and no final LayerNorm. The LM head is the transposed token embeddi
 
 import keras
 
-from zoo.layers import AttentionMask, PositionEmbedding, TiedEmbedding, TransformerBlock
+from zoo.layers import (AttentionMask, PositionEmbedding, RowDropout, TiedEmbedding,
+                        TransformerBlock)
 from zoo.models.backbone import Backbone
 
 
@@ -63,7 +64,7 @@ class GPTBackbone(Backbone):
         position_embedding = PositionEmbedding(
             max_sequence_length, initializer=init, dtype=dtype, name="position_embedding"
         )
-        embeddings_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")
+        embeddings_dropout = RowDropout(dropout, dtype=dtype, name="embeddings_dropout")
         blocks = [
             TransformerBlock(
                 num_heads, intermediate_dim, activation=activation, dropout=dropout,

@@ -10,7 +10,7 @@ Table 1 gives the Base/Large/Huge sizes; Tiny and Small are from DeiT (Touvron e
 import keras
 import numpy as np
 
-from zoo.layers import PatchEmbedding, TransformerBlock
+from zoo.layers import PatchEmbedding, RowDropout, TransformerBlock
 from zoo.models.backbone import Backbone
 
 
@@ -62,7 +62,7 @@ class ViTBackbone(Backbone):
             image_size, patch_size, hidden_dim, kernel_initializer=init, dtype=dtype,
             name="patch_embedding",
         )
-        embeddings_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")
+        embeddings_dropout = RowDropout(dropout, dtype=dtype, name="embeddings_dropout")
         blocks = [
             TransformerBlock(
                 num_heads, intermediate_dim, activation=activation, dropout=dropout,
