@@ -134,7 +134,8 @@ class ClassificationTask:
         indices = training.example_order(n, split, self.config.train.seed, batch_size,
                                          repeat, skip_batches, order)
         ds = indices.batch(batch_size)
-        ds = ds.map(lambda i: self._encode(*(tf.gather(t, i) for t in tensors)),
+        encode = training.traced_encoder(self, self._encode)
+        ds = ds.map(lambda i: encode(*(tf.gather(t, i) for t in tensors)),
                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         return ds.prefetch(tf.data.AUTOTUNE)
 

@@ -112,9 +112,9 @@ class TaggingTask:
                                          repeat, skip_batches, order)
         length = self.config.data.sequence_length
 
-        def encode(i):
-            aligned = align_tokens(tf.gather(words, i), self.tokenizer, length)
-            word_tags = tf.pad(tf.gather(tags, i).to_tensor(), [[0, 0], [0, 1]])
+        def encode_tags(batch_words, batch_tags):
+            aligned = align_tokens(batch_words, self.tokenizer, length)
+            word_tags = tf.pad(batch_tags.to_tensor(), [[0, 0], [0, 1]])
             first = aligned["first_token"]
             token_tags = tf.gather(word_tags, tf.maximum(aligned["word_ids"], 0), batch_dims=1)
             keys = ("token_ids", "segment_ids", "padding_mask") + ("word_ids",) * with_word_ids
@@ -125,8 +125,10 @@ class TaggingTask:
                                      self.config.data.pad_to_multiple_of)
             return x, {"logits": x.pop("labels")}, {"logits": x.pop("weights")}
 
-        ds = indices.batch(batch_size).map(encode, num_parallel_calls=tf.data.AUTOTUNE,
-                                           deterministic=True)
+        encode = training.traced_encoder(self, encode_tags, with_word_ids)
+        ds = indices.batch(batch_size).map(
+            lambda i: encode(tf.gather(words, i), tf.gather(tags, i)),
+            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         return ds.prefetch(tf.data.AUTOTUNE)
 
     # --- Model ---
