@@ -1,9 +1,10 @@
 """JAX training through keras.distribution: `train.strategy` jax_data_parallel and
-jax_model_parallel over two CPU devices give the weights and outputs of one device.
+jax_model_parallel over two CPU devices, and jax_model_parallel on a 2 x 2 ("batch", "model")
+mesh of four (`train.model_parallel=2`), give the weights and outputs of one device.
 
-The JAX parts run in a subprocess (tests/harness.py `run_in_backend`) started with
-XLA_FLAGS=--xla_force_host_platform_device_count=2, so JAX sees two CPU devices. The
-expected values are the same code on one device (strategy default, no distribution).
+The JAX parts run in subprocesses (tests/harness.py `run_in_backend`) started with
+XLA_FLAGS=--xla_force_host_platform_device_count=2 (or 4), so JAX sees that many CPU devices.
+The expected values are the same code on one device (strategy default, no distribution).
 """
 
 import os
@@ -16,6 +17,8 @@ from zoo import config as config_lib
 from zoo import training
 
 TWO_DEVICES = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+FOUR_DEVICES = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+TWO_BY_TWO = ("train.devices=4", "train.model_parallel=2")
 STRATEGIES = ("default", "jax_data_parallel", "jax_model_parallel")
 STEPS = 4
 
@@ -122,11 +125,62 @@ def jax_checks(root, vocabulary, tmp):
     return {**train_each_strategy(root, vocabulary, tmp), **model_parallel_forward()}
 
 
+def train_on_two_by_two_mesh(root, vocabulary, tmp):
+    """Under JAX with 4 devices: the final weights of one device and of a 2 x 2 mesh; the
+    mesh, where each device's slice of a query kernel starts, and the mesh's ConfigErrors."""
+    import keras
+
+    import zoo  # noqa: F401  (registers the zoo classes)
+
+    assert len(keras.distribution.list_devices()) == 4
+    out = {}
+    for strategy, overrides in (("default", ()), ("jax_model_parallel", TWO_BY_TWO)):
+        run_dir = os.path.join(tmp, strategy)
+        metrics = training.train(sst2(root, vocabulary, strategy, *overrides), run_dir)
+        out[f"{strategy}:accuracy"] = np.array(metrics["accuracy"])
+        model = keras.saving.load_model(os.path.join(run_dir, "final.keras"))
+        for weight in model.weights:
+            out[f"{strategy}:{weight.path}"] = keras.ops.convert_to_numpy(weight)
+    distribution = training.jax_distribution(
+        sst2(root, vocabulary, "jax_model_parallel", *TWO_BY_TWO).train)
+    mesh = distribution.device_mesh
+    out["mesh_shape"] = np.array(mesh.shape)
+    out["mesh_axes"] = np.array(mesh.axis_names)
+    build, _ = tiny_backbones()["bert"]
+    with distribution.scope():
+        backbone = build()
+    kernel = next(w for w in backbone.weights
+                  if w.path.endswith("transformer_layer_0/attention/query/kernel"))
+    sharding = kernel.value.sharding
+    out["kernel_shape"] = np.array(kernel.shape)
+    out["kernel_spec"] = np.array([str(axis) for axis in sharding.spec])
+    out["shard_shape"] = np.array(sharding.shard_shape(kernel.shape))
+    # (row, column) of each shard's first element, per device of the mesh ("cpu:3").
+    starts = {f"{shard.device.platform}:{shard.device.id}":
+              [index.start or 0 for index in shard.index] for shard in kernel.value.addressable_shards}
+    out["shard_starts"] = np.array([[starts[device] for device in row] for row in mesh.devices])
+    for name, overrides in (("not_a_multiple", ["train.devices=4", "train.model_parallel=3"]),
+                            ("uneven_batch", [*TWO_BY_TWO, "train.batch_size=15"])):
+        try:
+            training.jax_distribution(sst2(root, vocabulary, "jax_model_parallel",
+                                           *overrides).train)
+        except config_lib.ConfigError as error:
+            out[name] = np.array(str(error))
+    return out
+
+
 @pytest.fixture(scope="module")
 def trained(sample_data, tmp_path_factory):
     return run_in_backend("jax", "tests.test_jax_distribution:jax_checks",
                           sample_data["root"], sample_data["wordpiece"],
                           tmp_path_factory.mktemp("jax_runs"), env=TWO_DEVICES)
+
+
+@pytest.fixture(scope="module")
+def mesh_trained(sample_data, tmp_path_factory):
+    return run_in_backend("jax", "tests.test_jax_distribution:train_on_two_by_two_mesh",
+                          sample_data["root"], sample_data["wordpiece"],
+                          tmp_path_factory.mktemp("jax_mesh_runs"), env=FOUR_DEVICES)
 
 
 def _max_diff(result, strategy):
@@ -186,3 +240,38 @@ def test_model_parallel_layout_shards_every_block_kernel_and_keeps_outputs(train
                                  - result[f"{family}:sharded:{key}"]))
             print(f"{family} {key}: max abs diff {diff:.3g}")
             assert diff <= 1e-5, (family, key, diff)
+
+
+def test_two_by_two_mesh_training_equals_one_device(mesh_trained):
+    diff, _ = _max_diff(mesh_trained, "jax_model_parallel")
+    print(f"jax_model_parallel on a 2 x 2 mesh: max abs weight diff {diff:.3g}")
+    assert diff <= 1e-5, diff
+    assert mesh_trained["jax_model_parallel:accuracy"] == mesh_trained["default:accuracy"]
+
+
+def test_two_by_two_mesh_splits_kernels_on_model_and_replicates_them_on_batch(mesh_trained):
+    result = mesh_trained
+    assert result["mesh_shape"].tolist() == [2, 2]
+    assert result["mesh_axes"].tolist() == ["batch", "model"]
+    # The query kernel [hidden, hidden] is split by output column over "model" only.
+    assert result["kernel_spec"].tolist() == ["None", "model"]
+    rows, columns = result["kernel_shape"].tolist()
+    assert result["shard_shape"].tolist() == [rows, columns // 2]
+    # Both rows of the mesh (batch slices) hold the same two halves, one per model column.
+    starts = result["shard_starts"].tolist()
+    assert starts == [[[0, 0], [0, columns // 2]], [[0, 0], [0, columns // 2]]], starts
+
+
+def test_two_by_two_mesh_config_errors(mesh_trained):
+    assert "train.model_parallel 3: must divide train.devices 4" in str(
+        mesh_trained["not_a_multiple"])
+    assert ("train.batch_size 15: must be a multiple of the mesh's 'batch' axis, 2"
+            in str(mesh_trained["uneven_batch"]))
+
+
+@pytest.mark.parametrize("strategy", ["default", "jax_data_parallel"])
+def test_model_parallel_with_another_strategy_is_a_config_error(strategy, sample_data):
+    with pytest.raises(config_lib.ConfigError,
+                       match=f"train.model_parallel 2: only for train.strategy="
+                             f"jax_model_parallel, found {strategy}"):
+        sst2(sample_data["root"], sample_data["wordpiece"], strategy, "train.model_parallel=2")

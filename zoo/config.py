@@ -151,14 +151,20 @@ class TrainConfig:
                            "strategy (default, one_device, mirrored, multi_worker_mirrored, tpu;"
                            " KERAS_BACKEND=tensorflow) or keras.distribution over JAX devices "
                            "(KERAS_BACKEND=jax): jax_data_parallel (DataParallel, each device "
-                           "a slice of the batch) or jax_model_parallel (ModelParallel on a 1 x "
-                           "devices ('batch', 'model') mesh, attention and feed-forward kernels "
-                           "split Megatron-style, see zoo/models/layout.py)",
+                           "a slice of the batch) or jax_model_parallel (ModelParallel on a "
+                           "(devices / model_parallel) x model_parallel ('batch', 'model') mesh: "
+                           "attention and feed-forward kernels split Megatron-style over "
+                           "'model', see zoo/models/layout.py, the batch split over 'batch')",
                            choices=STRATEGIES)
     devices: int | None = _field(None, "mirrored on CPU: split the CPU into this many logical "
                                  "devices; jax_*: use the first this many JAX devices "
                                  "(default: all; on CPU, XLA_FLAGS="
                                  "--xla_force_host_platform_device_count=N makes N)", min=1)
+    model_parallel: int | None = _field(None, "jax_model_parallel: size of the mesh's 'model' "
+                                        "axis (devices sharing each kernel); must divide "
+                                        "devices, which give devices / model_parallel batch "
+                                        "slices (data x model parallelism); default: all "
+                                        "devices (one batch slice)", min=1)
     tpu: str = _field("", "TPU name or address for strategy=tpu ('' = local)")
     mixed_precision: str = _field("float32", "Keras dtype policy", choices=PRECISIONS)
     jit_compile: bool = _field(False, "compile train/predict steps with XLA")
@@ -250,6 +256,10 @@ def check(config, where="config"):
     if data.phases and abs(sum(p.fraction for p in data.phases) - 1) > 1e-6:
         raise ConfigError(f"{where}: data.phases: fractions must add up to 1, found "
                           f"{[p.fraction for p in data.phases]}")
+    train = config.train
+    if train.model_parallel is not None and train.strategy != "jax_model_parallel":
+        raise ConfigError(f"{where}: train.model_parallel {train.model_parallel}: only for "
+                          f"train.strategy=jax_model_parallel, found {train.strategy}")
     for key, values in config.sweep.items():
         if not isinstance(values, list) or not values:
             raise ConfigError(f"{where}: sweep.{key}: expected a non-empty list of values, "

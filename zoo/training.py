@@ -387,15 +387,18 @@ def jax_distribution(train):
     `jax_data_parallel` is `keras.distribution.DataParallel` over the first `train.devices`
     JAX devices (default: all): weights replicated, each device one slice of the global batch.
     `jax_model_parallel` is `keras.distribution.ModelParallel` on a ("batch", "model") mesh of
-    shape (1, devices) with `zoo.models.layout.layout_map`: transformer kernels split over
-    the devices, every device sees the whole batch. See https://keras.io/guides/distribution/.
+    shape (devices // model_parallel, model_parallel) with `zoo.models.layout.layout_map`:
+    transformer kernels split over the `train.model_parallel` devices of each row of the mesh
+    (default: all devices, a 1 x devices mesh) and replicated over its rows, each row one
+    slice of the global batch. See https://keras.io/guides/distribution/.
 
     Returns:
         The distribution, or None for a tf.distribute strategy.
 
     Raises:
-        ConfigError: a jax_* strategy under another backend, without train.jit_compile, or
-            with more devices than JAX has.
+        ConfigError: a jax_* strategy under another backend, without train.jit_compile, with
+            more devices than JAX has, with devices not a multiple of train.model_parallel,
+            or with a batch size that does not split over the mesh's batch axis.
     """
     if not train.strategy.startswith("jax_"):
         return None
@@ -420,9 +423,21 @@ def jax_distribution(train):
     devices = available[:count]
     if train.strategy == "jax_data_parallel":
         return keras.distribution.DataParallel(devices=devices)
+    model = train.model_parallel or count
+    if count % model:
+        raise config_lib.ConfigError(
+            f"train.model_parallel {model}: must divide train.devices {count} (the mesh is "
+            "devices / model_parallel x model_parallel)")
+    batch = count // model
+    # Each row of the mesh gets an equal slice of every global batch
+    # (jax.make_array_from_process_local_data refuses an uneven split).
+    if train.batch_size % batch:
+        raise config_lib.ConfigError(
+            f"train.batch_size {train.batch_size}: must be a multiple of the mesh's 'batch' "
+            f"axis, {batch} (train.devices {count} / train.model_parallel {model})")
     from zoo.models import layout
 
-    mesh = keras.distribution.DeviceMesh((1, count), (layout.BATCH_AXIS, layout.MODEL_AXIS),
+    mesh = keras.distribution.DeviceMesh((batch, model), (layout.BATCH_AXIS, layout.MODEL_AXIS),
                                          devices)
     return keras.distribution.ModelParallel(layout_map=layout.layout_map(mesh),
                                             batch_dim_name=layout.BATCH_AXIS)
