@@ -807,15 +807,14 @@ def section_serving(args, progress=print):
         task = tasks.create("glue/sst2", config, check_data=False)
         keras_model = task.build_model()
         commands = {}
-        # As `zoo export` serves them: float32 frozen (weights folded into the graph), and
-        # with --no-freeze; mixed_bfloat16 with its dense and embedding weights in bfloat16.
-        for name, model in (("float32", export.frozen_model(keras_model)),
-                            ("float32 --no-freeze", keras_model),
-                            ("mixed_bfloat16", export.with_bfloat16_weights(keras_model))):
+        for policy in ("float32", "mixed_bfloat16"):
+            # As `zoo export` serves mixed_bfloat16: dense and embedding weights in bfloat16.
+            model = keras_model if policy == "float32" else export.with_bfloat16_weights(
+                keras_model)
             archive, _ = export.build_archive(task, model, None)
-            path = os.path.join(tmp, name.replace(" ", "_"))
+            path = os.path.join(tmp, policy)
             archive.write_out(path, verbose=False)
-            commands[f"zoo SavedModel, {name}"] = ["-c", _SERVE_ZOO, path]
+            commands[f"zoo SavedModel, {policy}"] = ["-c", _SERVE_ZOO, path]
 
         hf_dir = os.path.join(tmp, "hf")
         to_huggingface(keras_model.backbone, hf_dir)
@@ -850,10 +849,7 @@ def section_serving(args, progress=print):
         f"BertForSequenceClassification; {len(lines)} lines of the corpus, batch {batch_size}, "
         f"at most {args.sequence_length} tokens). zoo: `serving_default` of the export "
         "(tokenizer, packing with dynamic padding, model, softmax, label names in the graph), "
-        "loaded in a process that imports only tensorflow and tensorflow_text; float32 is "
-        "frozen (weights folded into the graph), as `zoo export` writes it, `--no-freeze` "
-        "keeps variables, mixed_bfloat16 stores its dense and embedding weights in bfloat16. "
-        "transformers: "
+        "loaded in a process that imports only tensorflow and tensorflow_text. transformers: "
         "`pipeline(\"text-classification\")` (BertTokenizerFast, padding to the batch's "
         "longest) in its own process. Each warms up with one pass; the median of "
         f"{args.repeats} passes is reported; the contenders run one after the other.", "",
