@@ -44,8 +44,7 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
     models = _table(text, "## Models")
     libraries = {row[0] for row in models}
     assert libraries == {"zoo", "keras-hub", "transformers", "onnxruntime"}, models
-    assert {row[2] for row in models if row[0] == "zoo"} == {"graph", "xla", "frozen"}
-    assert {row[2] for row in models if row[0] == "keras-hub"} == {"graph", "xla", "frozen*"}
+    assert {row[2] for row in models if row[0] == "zoo"} == {"graph", "xla"}
     for library, _, _, _, batch, rate, _, diff in models:
         assert batch == "2" and float(rate) > 0
         assert float(diff) <= (1e-2 if library == "keras-hub" else 1e-5), (library, diff)
@@ -92,10 +91,9 @@ def test_zoo_bfloat16_contenders_compute_what_mixed_bfloat16_computes(tmp_path, 
     modes = ("graph", "xla")
     assert {name for label, name in diffs if label == "zoo tensorflow"} == {
         f"{mode} {policy} 2" for mode in modes
-        for policy in ("float32", "mixed_bfloat16", "bfloat16")} | {"frozen float32 2"}
+        for policy in ("float32", "mixed_bfloat16", "bfloat16")}
     assert {name for label, name in diffs if label == "keras-hub tensorflow"} == {
-        f"{mode} {policy} 2" for mode in modes
-        for policy in ("float32", "mixed_bfloat16")} | {"frozen* float32 2"}
+        f"{mode} {policy} 2" for mode in modes for policy in ("float32", "mixed_bfloat16")}
     for mode in modes:
         bf16 = diffs[("zoo tensorflow", f"{mode} bfloat16 2")]
         assert bf16 == diffs[("zoo tensorflow", f"{mode} mixed_bfloat16 2")], mode

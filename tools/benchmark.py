@@ -251,17 +251,6 @@ def _keras_contenders(spec, library):
                     call = tf.function(lambda x, m=model: m(x, training=False),
                                        jit_compile=mode == "xla")
                     fns[f"{mode} {policy} {batch}"] = lambda c=call, x=x: _first_output(c(x))
-                if policy == "float32" and not spec.get("modes"):
-                    # What `zoo export` serves for float32: the weights folded into the graph
-                    # (zoo.export.frozen_model). keras-hub exports keep variables; its row
-                    # "frozen*" applies zoo's freezing to it, for reference only (not counted
-                    # as a keras-hub setting in the targets).
-                    from zoo import export
-
-                    frozen = export.frozen_model(model)
-                    call = tf.function(lambda x, m=frozen: m(x, training=False))
-                    mode = "frozen" if library == "zoo" else "frozen*"
-                    fns[f"{mode} {policy} {batch}"] = lambda c=call, x=x: _first_output(c(x))
             else:
                 fns[f"jit {policy} {batch}"] = (
                     lambda m=model, x=x: _first_output(m.predict_on_batch(x)))
@@ -516,8 +505,7 @@ def _split(name):
 def _best(results, label, batch, policy="float32"):
     """The fastest (seconds, contender name) of one worker at one batch size and policy."""
     found = [(seconds, name) for (lab, name), (seconds, _) in results.items()
-             if lab == label and _split(name)[2] == batch and _split(name)[1] == policy
-             and not name.startswith("frozen*")]
+             if lab == label and _split(name)[2] == batch and _split(name)[1] == policy]
     return min(found) if found else (None, None)
 
 
@@ -541,11 +529,7 @@ def section_models(args, progress=print):
         "ViT 224x224 images, i.e. 197 tokens). Each library runs in its own process; the "
         "parent asks each in turn for one timed call and reports the median of "
         f"{args.repeats}; the first two calls of each trace or compile and are not timed. "
-        "TensorFlow runs `tf.function` without and with XLA (`jit_compile=True`), and zoo "
-        "also `frozen`: `zoo.export.frozen_model`, the graph `zoo export` serves for float32, "
-        "its weights folded in as constants (keras-hub's `frozen*` row applies the same "
-        "freezing to keras-hub's backbone, for reference; keras-hub's own exports keep "
-        "variables, so the targets do not count it); JAX "
+        "TensorFlow runs `tf.function` without and with XLA (`jit_compile=True`), JAX "
         "`predict_on_batch` (jit); transformers runs eager torch under `inference_mode`; "
         "ONNX Runtime runs transformers' model exported by `torch.onnx.export(dynamo=True)` "
         "at `ORT_ENABLE_ALL`. Max diff: the largest absolute difference from transformers' "
@@ -578,19 +562,15 @@ def section_models(args, progress=print):
         torch_time = _best(results, "transformers", big)[0]
         ort_time = _best(results, "onnxruntime", one)[0]
         for backend in args.backends:
-            hub, hub_name = _best(results, f"keras-hub {backend}", big)
+            hub = _best(results, f"keras-hub {backend}", big)[0]
             if hub:
                 summary.append((f"{family} forward vs keras-hub {backend}, batch {big}",
-                                _target(hub / ours[big][backend][0], 1.05)
-                                + f", zoo {_split(ours[big][backend][1])[0]} vs keras-hub "
-                                f"{_split(hub_name)[0]}"))
+                                _target(hub / ours[big][backend][0], 1.05)))
         summary.append((f"{family} forward vs transformers (torch), batch {big}",
-                        _target(torch_time / zoo_best[big][0], 1.3)
-                        + f", zoo {_split(zoo_best[big][1])[0]}"))
+                        _target(torch_time / zoo_best[big][0], 1.3)))
         if ort_time:
             summary.append((f"{family} batch-{one} latency, zoo / ONNX Runtime",
-                            _target(zoo_best[one][0] / ort_time, 1.0, lower_is_better=True)
-                            + f", zoo {_split(zoo_best[one][1])[0]}"))
+                            _target(zoo_best[one][0] / ort_time, 1.0, lower_is_better=True)))
         if args.bf16 and "tensorflow" in args.backends:
             hub = _best(results, "keras-hub tensorflow", big)[0]
             bf16 = _best(results, "zoo tensorflow", big, "bfloat16")[0]

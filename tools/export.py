@@ -34,10 +34,6 @@ def register(subparsers):
                         "train.mixed_precision); mixed_bfloat16 is faster on CPUs with "
                         "avx512_bf16 / AMX, and its export stores the dense and embedding "
                         "weights in bfloat16 (the same answers, half their size)")
-    parser.add_argument("--freeze", action=argparse.BooleanOptionalAction, default=True,
-                        help="fold a float32 model's weights into the graph (default): the "
-                        "same answers, 1.13-1.19x faster on CPU (oneDNN sees constant "
-                        "weights); --no-freeze keeps them as variables")
     parser.set_defaults(func=run)
 
 
@@ -47,7 +43,7 @@ def run(args):
 
     path = export.export(args.run_dir, args.out, args.version, args.checkpoint,
                          progress=lambda line: print(f"export: {line}", flush=True),
-                         mixed_precision=args.mixed_precision, freeze=args.freeze)
+                         mixed_precision=args.mixed_precision)
     with open(os.path.join(path, export.METADATA), encoding="utf-8") as file:
         metadata = json.load(file)
     print(f"exported {metadata['task']} to {path}")

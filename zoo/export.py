@@ -2,9 +2,8 @@
 
 `export(run_dir, base)` (`zoo export`) writes `base/<version>/`, TF Serving's versioned layout:
 
-    base/3/saved_model.pb      the graph: tokenizer, packing, model, post-processing; a
-                               float32 model's weights too, folded in (`frozen_model`)
-    base/3/variables/          the weights kept as variables (bfloat16 exports, --no-freeze)
+    base/3/saved_model.pb      the graph: tokenizer, packing, model, post-processing
+    base/3/variables/          the weights
     base/3/zoo_export.json     what was exported: task, run, checkpoint, signatures
 
 Each task describes its serving once (`task.serving(model, run_dir)`: a dict of `Signature`s,
@@ -26,7 +25,6 @@ import re
 import shutil
 import tempfile
 
-import numpy as np
 import tensorflow as tf
 
 METADATA = "zoo_export.json"
@@ -264,70 +262,8 @@ def with_bfloat16_weights(model):
                                                                          stored))
 
 
-# Above this many bytes of weights a model is served with its variables: a frozen graph keeps
-# its weights inside saved_model.pb, and a protocol buffer cannot exceed 2 GiB.
-FREEZE_LIMIT = 1 << 30
-
-
-def frozen_model(model):
-    """A Keras model computing `model`'s outputs with its weights folded into the graph.
-
-    TensorFlow's `convert_variables_to_constants_v2` turns the model's forward pass into a
-    graph whose weights are constants. On CPU, grappler and oneDNN then treat them as known
-    weights: on BERT-base (float32, batch 8 x 128, TF profiler) the 73 fused MatMuls of 451 ms
-    a call become 49 oneDNN MatMuls of 296 ms (Q, K and V of each layer become one product),
-    and a forward pass goes from 450 to 379 ms; 1.13-1.19x on BERT, GPT-1 and ViT, batch 1 or
-    8, the outputs equal to 2e-6. Under mixed_bfloat16 freezing is slower (0.92x), so `export`
-    freezes float32 models only. For inference only: the returned model has no weights.
-
-    The result is a functional Keras model with `model`'s inputs (names, dtypes, free batch
-    and sequence axes) and outputs, so a task's `serving` uses it as it uses `model`; other
-    attributes (such as `backbone`, for its sizes) are read from `model`.
-    """
-    import keras
-    from tensorflow.python.framework.convert_to_constants import \
-        convert_variables_to_constants_v2
-
-    specs = tf.nest.map_structure(
-        lambda t: tf.TensorSpec(t.shape, t.dtype, name=t.name.split(":")[0]), model.input)
-    traced = tf.function(lambda x: model(x, training=False)).get_concrete_function(specs)
-    graph = convert_variables_to_constants_v2(traced)
-    structure = traced.structured_outputs
-
-    class FrozenGraph(keras.layers.Layer):
-        """Calls the frozen graph (TensorFlow only: export code)."""
-
-        def call(self, inputs, training=None):
-            outputs = graph(*tf.nest.flatten(inputs))
-            return tf.nest.pack_sequence_as(structure, outputs)
-
-        def compute_output_spec(self, inputs, training=None):
-            return tf.nest.map_structure(
-                lambda t: keras.KerasTensor(t.shape, t.dtype.name), structure)
-
-    class FrozenModel(keras.Model):
-        """Reads what it does not have (a task's `model.backbone` sizes) from `model`."""
-
-        def __getattr__(self, name):
-            try:
-                source = object.__getattribute__(self, "_zoo_source")
-            except AttributeError:
-                raise AttributeError(name) from None
-            return getattr(source, name)
-
-    inputs = tf.nest.map_structure(
-        lambda t: keras.Input(batch_shape=t.shape, dtype=t.dtype, name=t.name.split(":")[0]),
-        model.input)
-    frozen = FrozenModel(inputs, FrozenGraph(name="frozen_graph")(inputs),
-                         name=f"{model.name}_frozen")
-    # Not tracked: the SavedModel holds only the frozen graph, not `model`'s variables (a
-    # serving function that used them would fail the export, not save them twice).
-    object.__setattr__(frozen, "_zoo_source", model)
-    return frozen
-
-
 def export(run_dir, base, version=None, checkpoint="best", progress=print,
-           mixed_precision=None, freeze=True):
+           mixed_precision=None):
     """Export a run's model with its task's signatures to `base/<version>/`; returns the path.
 
     Args:
@@ -342,10 +278,6 @@ def export(run_dir, base, version=None, checkpoint="best", progress=print,
             "mixed_float16") instead of the run's own `train.mixed_precision`. A model served
             under mixed_bfloat16 (so also a run trained under it) is exported with its dense
             and embedding weights in bfloat16 (`with_bfloat16_weights`: the same answers).
-        freeze: serve a float32 model with its weights folded into the graph
-            (`frozen_model`: the same answers, 1.13-1.19x faster on CPU); the weights are
-            then in saved_model.pb and `variables/` is empty. Models above `FREEZE_LIMIT`
-            bytes of weights keep their variables.
 
     Example:
         >>> export("runs/mrpc", "exports/mrpc")  # doctest: +SKIP
@@ -382,15 +314,6 @@ def export(run_dir, base, version=None, checkpoint="best", progress=print,
     if policy == "mixed_bfloat16":
         progress("storing the dense kernels and embedding tables in bfloat16")
         model = with_bfloat16_weights(model)
-    frozen = False
-    if freeze and policy == "float32":
-        size = sum(int(np.prod(w.shape)) * tf.as_dtype(w.dtype).size for w in model.weights)
-        if size > FREEZE_LIMIT:
-            progress(f"keeping the weights as variables: {size / 2 ** 30:.1f} GiB is too "
-                     "large for a frozen graph")
-        else:
-            progress("folding the weights into the graph (frozen_model)")
-            model, frozen = frozen_model(model), True
     progress(f"tracing the {config.task} signatures")
     archive, described = build_archive(task, model, run_dir)
     staging = tempfile.mkdtemp(prefix=f".tmp-{version}-{os.getpid()}-", dir=base)
@@ -399,7 +322,7 @@ def export(run_dir, base, version=None, checkpoint="best", progress=print,
         archive.write_out(staging, verbose=False)
         metadata = {"task": config.task, "run_dir": os.path.abspath(run_dir),
                     "checkpoint": checkpoint, "version": version,
-                    "dtype_policy": policy, "frozen": frozen,
+                    "dtype_policy": policy,
                     "signatures": described}
         with open(os.path.join(staging, METADATA), "w", encoding="utf-8") as file:
             json.dump(metadata, file, indent=1)
@@ -418,5 +341,5 @@ def serving_command(base, name):
             "tensorflow/serving")
 
 
-__all__ = ["Signature", "export", "frozen_model", "ids_signature", "load_task", "model_inputs", "next_version",
+__all__ = ["Signature", "export", "ids_signature", "load_task", "model_inputs", "next_version",
            "serving_command", "text", "with_bfloat16_weights", "with_dtype_policy"]
