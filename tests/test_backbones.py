@@ -66,6 +66,33 @@ def test_build_and_output_shapes(family):
     assert all(np.isfinite(v).all() for v in out.values())
 
 
+@pytest.mark.parametrize("family", ["bert", "gpt", "vit"])
+def test_random_initialization_gives_every_weight_its_own_values(family):
+    """A Keras 3 initializer without a seed fixes its seed when created: one instance used
+    for several weights gave the query, key, value and output kernels of every layer the same
+    values (found from grappler merging them in a frozen graph). Each weight now draws its own
+    (zoo.layers.clone_initializer), and the same global seed still gives the same model."""
+    cls, config = TINY[family]
+    keras.utils.set_random_seed(3)
+    model = cls(**config)
+    heads = (zoo.models.BertPretrainingModel(model) if family == "bert" else
+             zoo.models.GPTClassifier(model, 2, lm=True) if family == "gpt" else
+             zoo.models.ViTClassifier(model, 3))
+    random = [w for w in heads.weights
+              if np.std(keras.ops.convert_to_numpy(w)) > 0 and "norm" not in w.path]
+    assert len(random) >= 10
+    values = [np.ravel(keras.ops.convert_to_numpy(w)) for w in random]
+    for i, a in enumerate(values):
+        for j in range(i + 1, len(values)):
+            n = min(len(a), len(values[j]), 64)
+            assert not np.array_equal(a[:n], values[j][:n]), (random[i].path, random[j].path)
+    keras.utils.set_random_seed(3)
+    again = cls(**config)
+    for w, v in zip(model.weights, again.weights):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(w),
+                                      keras.ops.convert_to_numpy(v))
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_config_round_trip(family):
     model = build(family)

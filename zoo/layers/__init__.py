@@ -4,6 +4,7 @@ from zoo.layers.attention import AttentionMask, MultiHeadSelfAttention
 from zoo.layers.embeddings import PatchEmbedding, PositionEmbedding, TiedEmbedding
 from zoo.layers.heads import (ClassificationHead, FoldSequences, GatherPositions,
                               LastTokenPooling, MaskedLMHead, UnfoldSequences)
+from zoo.layers.initializers import clone_initializer
 from zoo.layers.transformer import RowDropout, TransformerBlock
 
 __all__ = [
@@ -20,4 +21,5 @@ __all__ = [
     "TiedEmbedding",
     "TransformerBlock",
     "UnfoldSequences",
+    "clone_initializer",
 ]

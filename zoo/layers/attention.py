@@ -5,6 +5,8 @@ import math
 import keras
 from keras import ops
 
+from zoo.layers.initializers import clone_initializer
+
 
 @keras.saving.register_keras_serializable(package="zoo")
 class AttentionMask(keras.layers.Layer):
@@ -69,11 +71,15 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 f"{self.name}: hidden size {hidden} is not divisible by num_heads={self.num_heads}"
             )
         self.head_dim = hidden // self.num_heads
-        dense = dict(kernel_initializer=self.kernel_initializer, dtype=self.dtype_policy)
-        self.query_dense = keras.layers.Dense(hidden, name="query", **dense)
-        self.key_dense = keras.layers.Dense(hidden, name="key", **dense)
-        self.value_dense = keras.layers.Dense(hidden, name="value", **dense)
-        self.output_dense = keras.layers.Dense(hidden, name="output", **dense)
+        def dense(name):
+            return keras.layers.Dense(
+                hidden, kernel_initializer=clone_initializer(self.kernel_initializer),
+                dtype=self.dtype_policy, name=name)
+
+        self.query_dense = dense("query")
+        self.key_dense = dense("key")
+        self.value_dense = dense("value")
+        self.output_dense = dense("output")
         for layer in (self.query_dense, self.key_dense, self.value_dense):
             layer.build(input_shape)
         self.output_dense.build(input_shape)

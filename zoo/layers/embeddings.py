@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from zoo.layers.initializers import clone_initializer
 
 @keras.saving.register_keras_serializable(package="zoo")
 class PositionEmbedding(keras.layers.Layer):
@@ -25,7 +26,7 @@ class PositionEmbedding(keras.layers.Layer):
         self.embeddings = self.add_weight(
             name="embeddings",
             shape=(self.max_length, input_shape[-1]),
-            initializer=self.initializer,
+            initializer=clone_initializer(self.initializer),
         )
 
     def call(self, x):
@@ -101,7 +102,7 @@ class PatchEmbedding(keras.layers.Layer):
             self.patch_size,
             strides=self.patch_size,
             padding="valid",
-            kernel_initializer=self.kernel_initializer,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
             dtype=self.dtype_policy,
             name="projection",
         )

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from zoo.layers.initializers import clone_initializer
 from zoo.layers.transformer import _activation
 
 
@@ -43,7 +44,8 @@ class MaskedLMHead(keras.layers.Layer):
         hidden = input_shape[-1]
         self.transform_dense = keras.layers.Dense(
             hidden, activation=_activation(self.activation),
-            kernel_initializer=self.kernel_initializer, dtype=self.dtype_policy, name="transform",
+            kernel_initializer=clone_initializer(self.kernel_initializer), dtype=self.dtype_policy,
+            name="transform",
         )
         self.transform_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="transform_norm"
@@ -53,7 +55,7 @@ class MaskedLMHead(keras.layers.Layer):
         if self.token_embedding is None:
             self.decoder_embeddings = self.add_weight(
                 name="decoder_embeddings", shape=(self.vocabulary_size, hidden),
-                initializer=self.kernel_initializer,
+                initializer=clone_initializer(self.kernel_initializer),
             )
         self.output_bias = self.add_weight(
             name="output_bias", shape=(self.vocabulary_size,), initializer="zeros"
@@ -107,7 +109,7 @@ class ClassificationHead(keras.layers.Layer):
     def build(self, input_shape):
         self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self.dense = keras.layers.Dense(
-            self.num_classes, kernel_initializer=self.kernel_initializer,
+            self.num_classes, kernel_initializer=clone_initializer(self.kernel_initializer),
             dtype=self.dtype_policy, name="dense",
         )
         self.dense.build(input_shape)

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from zoo.layers.attention import MultiHeadSelfAttention
+from zoo.layers.initializers import clone_initializer
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -42,18 +43,20 @@ class TransformerBlock(keras.layers.Layer):
     def build(self, input_shape):
         hidden = input_shape[-1]
         common = dict(dtype=self.dtype_policy)
-        dense = dict(kernel_initializer=self.kernel_initializer, **common)
+        def dense():
+            return dict(kernel_initializer=clone_initializer(self.kernel_initializer), **common)
+
         self.attention = MultiHeadSelfAttention(
-            self.num_heads, dropout=self.attention_dropout, name="attention", **dense
+            self.num_heads, dropout=self.attention_dropout, name="attention", **dense()
         )
         self.attention_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, name="attention_norm", **common
         )
         self.ffn_intermediate = keras.layers.Dense(
             self.intermediate_dim, activation=_activation(self.activation),
-            name="ffn_intermediate", **dense
+            name="ffn_intermediate", **dense()
         )
-        self.ffn_output = keras.layers.Dense(hidden, name="ffn_output", **dense)
+        self.ffn_output = keras.layers.Dense(hidden, name="ffn_output", **dense())
         self.ffn_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, name="ffn_norm", **common
         )

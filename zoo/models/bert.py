@@ -10,6 +10,7 @@ import keras
 from keras import ops
 
 from zoo.layers import AttentionMask, PositionEmbedding, RowDropout, TransformerBlock
+from zoo.layers.initializers import clone_initializer
 from zoo.models.backbone import Backbone
 
 
@@ -64,11 +65,11 @@ class BertBackbone(Backbone):
 
         # === Layers ===
         token_embedding = keras.layers.Embedding(
-            vocabulary_size, hidden_dim, embeddings_initializer=init, dtype=dtype,
+            vocabulary_size, hidden_dim, embeddings_initializer=clone_initializer(init), dtype=dtype,
             name="token_embedding",
         )
         segment_embedding = keras.layers.Embedding(
-            num_segments, hidden_dim, embeddings_initializer=init, dtype=dtype,
+            num_segments, hidden_dim, embeddings_initializer=clone_initializer(init), dtype=dtype,
             name="segment_embedding",
         )
         position_embedding = PositionEmbedding(
@@ -88,7 +89,7 @@ class BertBackbone(Backbone):
             for i in range(num_layers)
         ]
         pooler_dense = keras.layers.Dense(
-            hidden_dim, activation="tanh", kernel_initializer=init, dtype=dtype, name="pooler"
+            hidden_dim, activation="tanh", kernel_initializer=clone_initializer(init), dtype=dtype, name="pooler"
         ) if pooler else None
 
         # === Functional Model ===

@@ -13,6 +13,7 @@ import keras
 
 from zoo.layers import (AttentionMask, PositionEmbedding, RowDropout, TiedEmbedding,
                         TransformerBlock)
+from zoo.layers.initializers import clone_initializer
 from zoo.models.backbone import Backbone
 
 
@@ -58,7 +59,7 @@ class GPTBackbone(Backbone):
 
         # === Layers ===
         token_embedding = TiedEmbedding(
-            vocabulary_size, hidden_dim, embeddings_initializer=init, dtype=dtype,
+            vocabulary_size, hidden_dim, embeddings_initializer=clone_initializer(init), dtype=dtype,
             name="token_embedding",
         )
         position_embedding = PositionEmbedding(

@@ -11,6 +11,7 @@ import keras
 import numpy as np
 
 from zoo.layers import PatchEmbedding, RowDropout, TransformerBlock
+from zoo.layers.initializers import clone_initializer
 from zoo.models.backbone import Backbone
 
 
@@ -76,7 +77,7 @@ class ViTBackbone(Backbone):
             epsilon=layer_norm_epsilon, dtype=dtype, name="final_norm"
         )
         pooler_dense = keras.layers.Dense(
-            hidden_dim, activation="tanh", kernel_initializer=init, dtype=dtype, name="pooler"
+            hidden_dim, activation="tanh", kernel_initializer=clone_initializer(init), dtype=dtype, name="pooler"
         ) if pooler else None
 
         # === Functional Model ===
