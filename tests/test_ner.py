@@ -23,9 +23,12 @@ from zoo.models.head_models import FEATURES
 ALL_STYLES = os.environ.get("ZOO_ALL_STYLES") == "1"
 # The reduced sweep, in the experiment's order: the embeddings (the weakest row here and in
 # BERT's Table 7) and the weighted sum of the last four layers (the learnt scalar mix; the best
-# row here). Measured on the samples (deterministic): F1 embeddings 38.3, second_to_last 53.5,
-# last 54.1, sum_last_four 54.2, concat_last_four 49.9, sum_all 54.2, so the reduced sweep's
-# best equals the full sweep's and the >= 40 check below keeps its margin.
+# row here). Measured on the samples (deterministic): F1 embeddings 13.4, second_to_last 27.7,
+# last 0.7, sum_last_four 29.5, concat_last_four 27.3, sum_all 29.5, so the reduced sweep's
+# best equals the full sweep's and the >= 20 check below keeps its margin. (Before every
+# weight had its own initializer, all the frozen encoder's layers were the same random layer
+# with query = key = value, and F1 reached 54; a properly random frozen encoder mixes the
+# tokens more and its features carry less.)
 REDUCED = ("embeddings", "sum_last_four")
 
 
@@ -150,7 +153,8 @@ def test_feature_based_experiment_writes_the_table(sample_data, tmp_path, capsys
         assert config["model"]["features"] == name.split("=")[1]
     assert table[0] in printed
     # The all-O baseline finds no entity (F1 0); the best combination is far above it.
-    assert max(summary["runs"][name]["f1"] for name in names) >= 40.0, summary
+    print({name: round(summary["runs"][name]["f1"], 1) for name in names})
+    assert max(summary["runs"][name]["f1"] for name in names) >= 20.0, summary
 
 
 def test_train_stream_resumes_exactly_and_cut_words_are_counted(sample_data):
