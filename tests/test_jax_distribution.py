@@ -157,7 +157,8 @@ def train_on_two_by_two_mesh(root, vocabulary, tmp):
     out["shard_shape"] = np.array(sharding.shard_shape(kernel.shape))
     # (row, column) of each shard's first element, per device of the mesh ("cpu:3").
     starts = {f"{shard.device.platform}:{shard.device.id}":
-              [index.start or 0 for index in shard.index] for shard in kernel.value.addressable_shards}
+              [index.start or 0 for index in shard.index]
+              for shard in kernel.value.addressable_shards}
     out["shard_starts"] = np.array([[starts[device] for device in row] for row in mesh.devices])
     for name, overrides in (("not_a_multiple", ["train.devices=4", "train.model_parallel=3"]),
                             ("uneven_batch", [*TWO_BY_TWO, "train.batch_size=15"])):

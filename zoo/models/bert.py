@@ -65,8 +65,8 @@ class BertBackbone(Backbone):
 
         # === Layers ===
         token_embedding = keras.layers.Embedding(
-            vocabulary_size, hidden_dim, embeddings_initializer=clone_initializer(init), dtype=dtype,
-            name="token_embedding",
+            vocabulary_size, hidden_dim, embeddings_initializer=clone_initializer(init),
+            dtype=dtype, name="token_embedding",
         )
         segment_embedding = keras.layers.Embedding(
             num_segments, hidden_dim, embeddings_initializer=clone_initializer(init), dtype=dtype,
@@ -89,7 +89,8 @@ class BertBackbone(Backbone):
             for i in range(num_layers)
         ]
         pooler_dense = keras.layers.Dense(
-            hidden_dim, activation="tanh", kernel_initializer=clone_initializer(init), dtype=dtype, name="pooler"
+            hidden_dim, activation="tanh", kernel_initializer=clone_initializer(init),
+            dtype=dtype, name="pooler",
         ) if pooler else None
 
         # === Functional Model ===

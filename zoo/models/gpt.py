@@ -59,8 +59,8 @@ class GPTBackbone(Backbone):
 
         # === Layers ===
         token_embedding = TiedEmbedding(
-            vocabulary_size, hidden_dim, embeddings_initializer=clone_initializer(init), dtype=dtype,
-            name="token_embedding",
+            vocabulary_size, hidden_dim, embeddings_initializer=clone_initializer(init),
+            dtype=dtype, name="token_embedding",
         )
         position_embedding = PositionEmbedding(
             max_sequence_length, initializer=init, dtype=dtype, name="position_embedding"

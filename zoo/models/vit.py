@@ -77,7 +77,8 @@ class ViTBackbone(Backbone):
             epsilon=layer_norm_epsilon, dtype=dtype, name="final_norm"
         )
         pooler_dense = keras.layers.Dense(
-            hidden_dim, activation="tanh", kernel_initializer=clone_initializer(init), dtype=dtype, name="pooler"
+            hidden_dim, activation="tanh", kernel_initializer=clone_initializer(init),
+            dtype=dtype, name="pooler",
         ) if pooler else None
 
         # === Functional Model ===
