@@ -71,6 +71,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 f"{self.name}: hidden size {hidden} is not divisible by num_heads={self.num_heads}"
             )
         self.head_dim = hidden // self.num_heads
+
         def dense(name):
             return keras.layers.Dense(
                 hidden, kernel_initializer=clone_initializer(self.kernel_initializer),

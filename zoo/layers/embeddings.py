@@ -5,6 +5,7 @@ from keras import ops
 
 from zoo.layers.initializers import clone_initializer
 
+
 @keras.saving.register_keras_serializable(package="zoo")
 class PositionEmbedding(keras.layers.Layer):
     """Learned absolute position embeddings (BERT section 3, GPT-1 section 4.1).
