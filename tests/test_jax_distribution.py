@@ -33,22 +33,30 @@ def sst2(root, vocabulary, strategy, *overrides):
         *overrides])
 
 
-def train_each_strategy(root, vocabulary, tmp):
-    """Under JAX with 2 devices: train once per strategy; the final weights of each."""
+def train_once(root, vocabulary, tmp, strategy, *overrides):
+    """One run of `strategy`: {"<strategy>:accuracy", "<strategy>:<weight path>": value}."""
     import keras
 
     import zoo  # noqa: F401  (registers the zoo classes)
 
+    run_dir = os.path.join(tmp, strategy)
+    metrics = training.train(sst2(root, vocabulary, strategy, *overrides), run_dir)
+    assert keras.distribution.distribution() is None  # train() restores the default
+    out = {f"{strategy}:accuracy": np.array(metrics["accuracy"])}
+    model = keras.saving.load_model(os.path.join(run_dir, "final.keras"))
+    for weight in model.weights:
+        out[f"{strategy}:{weight.path}"] = keras.ops.convert_to_numpy(weight)
+    return out
+
+
+def train_each_strategy(root, vocabulary, tmp):
+    """Under JAX with 2 devices: train once per strategy; the final weights of each."""
+    import keras
+
     assert len(keras.distribution.list_devices()) == 2
     out = {}
     for strategy in STRATEGIES:
-        run_dir = os.path.join(tmp, strategy)
-        metrics = training.train(sst2(root, vocabulary, strategy), run_dir)
-        assert keras.distribution.distribution() is None  # train() restores the default
-        out[f"{strategy}:accuracy"] = np.array(metrics["accuracy"])
-        model = keras.saving.load_model(os.path.join(run_dir, "final.keras"))
-        for weight in model.weights:
-            out[f"{strategy}:{weight.path}"] = keras.ops.convert_to_numpy(weight)
+        out.update(train_once(root, vocabulary, tmp, strategy))
     for name, overrides in (("too_many", ["train.devices=3"]),
                             ("op_by_op", ["train.jit_compile=false"])):
         try:
@@ -133,14 +141,8 @@ def train_on_two_by_two_mesh(root, vocabulary, tmp):
     import zoo  # noqa: F401  (registers the zoo classes)
 
     assert len(keras.distribution.list_devices()) == 4
-    out = {}
-    for strategy, overrides in (("default", ()), ("jax_model_parallel", TWO_BY_TWO)):
-        run_dir = os.path.join(tmp, strategy)
-        metrics = training.train(sst2(root, vocabulary, strategy, *overrides), run_dir)
-        out[f"{strategy}:accuracy"] = np.array(metrics["accuracy"])
-        model = keras.saving.load_model(os.path.join(run_dir, "final.keras"))
-        for weight in model.weights:
-            out[f"{strategy}:{weight.path}"] = keras.ops.convert_to_numpy(weight)
+    out = {**train_once(root, vocabulary, tmp, "default"),
+           **train_once(root, vocabulary, tmp, "jax_model_parallel", *TWO_BY_TWO)}
     distribution = training.jax_distribution(
         sst2(root, vocabulary, "jax_model_parallel", *TWO_BY_TWO).train)
     mesh = distribution.device_mesh
@@ -193,18 +195,19 @@ def _max_diff(result, strategy):
                for p in paths), paths
 
 
-def test_data_parallel_training_equals_one_device(trained):
-    diff, _ = _max_diff(trained, "jax_data_parallel")
-    print(f"jax_data_parallel: max abs weight diff {diff:.3g}")
+def _assert_trains_like_one_device(result, strategy, label):
+    diff, _ = _max_diff(result, strategy)
+    print(f"{label}: max abs weight diff {diff:.3g}")
     assert diff <= 1e-5, diff
-    assert trained["jax_data_parallel:accuracy"] == trained["default:accuracy"]
+    assert result[f"{strategy}:accuracy"] == result["default:accuracy"]
+
+
+def test_data_parallel_training_equals_one_device(trained):
+    _assert_trains_like_one_device(trained, "jax_data_parallel", "jax_data_parallel")
 
 
 def test_model_parallel_training_equals_one_device(trained):
-    diff, _ = _max_diff(trained, "jax_model_parallel")
-    print(f"jax_model_parallel: max abs weight diff {diff:.3g}")
-    assert diff <= 1e-5, diff
-    assert trained["jax_model_parallel:accuracy"] == trained["default:accuracy"]
+    _assert_trains_like_one_device(trained, "jax_model_parallel", "jax_model_parallel")
 
 
 def test_too_many_devices_or_op_by_op_steps_are_config_errors(trained):
@@ -244,10 +247,8 @@ def test_model_parallel_layout_shards_every_block_kernel_and_keeps_outputs(train
 
 
 def test_two_by_two_mesh_training_equals_one_device(mesh_trained):
-    diff, _ = _max_diff(mesh_trained, "jax_model_parallel")
-    print(f"jax_model_parallel on a 2 x 2 mesh: max abs weight diff {diff:.3g}")
-    assert diff <= 1e-5, diff
-    assert mesh_trained["jax_model_parallel:accuracy"] == mesh_trained["default:accuracy"]
+    _assert_trains_like_one_device(mesh_trained, "jax_model_parallel",
+                                   "jax_model_parallel on a 2 x 2 mesh")
 
 
 def test_two_by_two_mesh_splits_kernels_on_model_and_replicates_them_on_batch(mesh_trained):
