@@ -18,6 +18,7 @@ import time
 import numpy as np
 import pytest
 
+from tasks import runs
 from tests.harness import REPO, saved_model_signatures, serve_fresh
 from tests.test_training import TINY, mrpc
 from tools.main import main as cli
@@ -40,7 +41,7 @@ def _train(sample_data, run_dir, experiment, task_dir, *overrides, family="bert"
 def pipeline(run_dir, split="dev"):
     """The in-process answers of a run on a dev split: columns, probabilities or scores,
     labels — what `zoo evaluate` computes."""
-    config, task, model = export.load_task(str(run_dir))
+    config, task, model = runs.load_task(str(run_dir))
     from tasks.classification import _inference_model
 
     columns = task.examples(split)
@@ -54,7 +55,7 @@ def pipeline(run_dir, split="dev"):
 def mrpc_export(sample_data, tmp_path_factory):
     root = tmp_path_factory.mktemp("export_mrpc")
     run_dir = _train(sample_data, root / "run", "bert/glue_mrpc", "MRPC")
-    path = export.export(str(run_dir), str(root / "exports" / "mrpc"), progress=lambda _: None)
+    path = runs.export_run(str(run_dir), str(root / "exports" / "mrpc"), progress=lambda _: None)
     return run_dir, path
 
 
@@ -84,7 +85,7 @@ def test_a_sentence_pair_export_answers_like_the_pipeline(mrpc_export):
 def test_gpt1_similarity_regression_exports_a_score(sample_data, tmp_path):
     # GPT-1 section 3.3: both sentence orders; STS-B: one score, no label.
     run_dir = _train(sample_data, tmp_path / "run", "gpt1/glue_stsb", "STS-B", family="gpt1")
-    path = export.export(str(run_dir), str(tmp_path / "exports"), progress=lambda _: None)
+    path = runs.export_run(str(run_dir), str(tmp_path / "exports"), progress=lambda _: None)
     columns, logits, _ = pipeline(run_dir)
     [out] = serve_fresh(path, [{"sentence1": columns["sentence1"],
                                 "sentence2": columns["sentence2"]}])
@@ -96,7 +97,7 @@ def test_gpt1_similarity_regression_exports_a_score(sample_data, tmp_path):
 def test_a_mixed_precision_run_exports_with_its_policy(sample_data, tmp_path):
     run_dir = _train(sample_data, tmp_path / "run", "bert/glue_sst2", "SST-2",
                      "train.mixed_precision=mixed_bfloat16")
-    path = export.export(str(run_dir), str(tmp_path / "exports"), progress=lambda _: None)
+    path = runs.export_run(str(run_dir), str(tmp_path / "exports"), progress=lambda _: None)
     metadata = json.loads(open(os.path.join(path, export.METADATA)).read())
     assert metadata["dtype_policy"] == "mixed_bfloat16"
     columns, logits, labels = pipeline(run_dir)
@@ -136,7 +137,7 @@ def test_a_run_trained_on_another_backend_exports_and_answers_like_its_evaluatio
     _on_backend(backend, "evaluate", "--run-dir", str(run_dir))  # its own predictions
     rows = (run_dir / "predictions" / "dev.tsv").read_text().splitlines()[1:]
     backend_labels = [row.split("\t")[1] for row in rows]
-    path = export.export(str(run_dir), str(tmp_path / "exports"), progress=lambda _: None)
+    path = runs.export_run(str(run_dir), str(tmp_path / "exports"), progress=lambda _: None)
     columns, _, _ = pipeline(run_dir)
     [out] = serve_fresh(path, [{"sentence1": columns["sentence1"],
                                 "sentence2": columns["sentence2"]}])
@@ -254,7 +255,7 @@ def test_a_float32_run_exports_as_bfloat16_with_unchanged_answers(mrpc_export, t
     # The export stores the dense and embedding weights in bfloat16 (`with_bfloat16_weights`):
     # the served answers are those of the plain mixed_bfloat16 model, bit for bit, and the
     # variables shrink to little more than half (LayerNorms and the tokenizer stay as they are).
-    _, task, model = export.load_task(str(run_dir))
+    _, task, model = runs.load_task(str(run_dir))
     archive, _ = export.build_archive(task, export.with_dtype_policy(model, "mixed_bfloat16"),
                                       str(run_dir))
     archive.write_out(str(tmp_path / "plain"), verbose=False)

@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import tasks  # noqa: F401
+from tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_images import image_overrides
 from tools.main import main as cli
-from zoo import export
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +26,8 @@ def exported(sample_data, tmp_path_factory):
                                     "train.eval_every=6", "train.warmup_steps=2"):
         args += ["--set", override]
     assert cli(args) == 0
-    path = export.export(str(run_dir), str(tmp / "exports"), progress=lambda line: None)
-    _, task, model = export.load_task(str(run_dir))
+    path = runs.export_run(str(run_dir), str(tmp / "exports"), progress=lambda line: None)
+    _, task, model = runs.load_task(str(run_dir))
     _, predictions = task.evaluate(model, "dev", return_predictions=True)
     columns, _ = predictions["dev"]
     images = []

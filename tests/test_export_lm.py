@@ -9,10 +9,10 @@ numpy, so they share no code with the serving graph but the tokenizer and the mo
 import numpy as np
 import pytest
 
+from tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_training import TINY
 from tools.main import main as cli
-from zoo import export
 
 PROMPTS = ["the film is", "a movie about", "it was the best of times , it was the worst"]
 LONG = "the movie is good . " * 5000  # 100,000 characters
@@ -26,8 +26,8 @@ def _train(experiment, tmp, overrides):
                                  "train.warmup_steps=2", "train.learning_rate=2e-3"]:
         args += ["--set", override]
     assert cli(args) == 0
-    path = export.export(str(run_dir), str(tmp / "exports"), progress=lambda line: None)
-    _, task, model = export.load_task(str(run_dir))
+    path = runs.export_run(str(run_dir), str(tmp / "exports"), progress=lambda line: None)
+    _, task, model = runs.load_task(str(run_dir))
     return task, model, path
 
 

@@ -14,11 +14,11 @@ import os
 import numpy as np
 import pytest
 
+from tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_multiple_choice import DEV, LENGTH, TRAIN
 from tests.test_training import TINY
 from zoo import config as config_lib
-from zoo import export, training
 from zoo.data import read_examples
 from zoo.data.samples import LAYOUT
 
@@ -59,9 +59,9 @@ def test_export_equals_the_python_pipeline(sample_data, tmp_path, task_name, sty
         f"data.sequence_length={LENGTH[task_name, style]}", "train.batch_size=16",
         "train.learning_rate=1e-3", "train.warmup_fraction=0.1", "train.epochs=1",
         "train.deterministic=true", "train.eval_every=100000"])
-    training.train(config, str(run_dir))
-    saved = export.export(str(run_dir), str(tmp_path / "export"), progress=lambda line: None)
-    _, task, model = export.load_task(str(run_dir))
+    runs.train(config, str(run_dir))
+    saved = runs.export_run(str(run_dir), str(tmp_path / "export"), progress=lambda line: None)
+    _, task, model = runs.load_task(str(run_dir))
 
     ids = {"token_ids", "padding_mask"} | ({"segment_ids"} if style == "bert" else set())
     expected = {"serving_default": ({"context", "choices"}, {"probabilities", "choice"}),

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_ner import overrides
 from zoo import config as config_lib
-from zoo import export, training
 from zoo.data.ner import align_tokens
 
 
@@ -31,9 +31,9 @@ def _conll(path, sentences):
 def _train_and_export(sample_data, root, *extra):
     run_dir = root / "run"
     config = config_lib.resolve("bert/conll2003", overrides(sample_data, *extra))
-    training.train(config, str(run_dir))
-    saved = export.export(str(run_dir), str(root / "export"), progress=lambda line: None)
-    _, task, model = export.load_task(str(run_dir))
+    runs.train(config, str(run_dir))
+    saved = runs.export_run(str(run_dir), str(root / "export"), progress=lambda line: None)
+    _, task, model = runs.load_task(str(run_dir))
     return saved, task, model
 
 

@@ -11,10 +11,10 @@ import json
 import numpy as np
 import pytest
 
+from tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_span_qa import overrides
 from zoo import config as config_lib
-from zoo import training
 
 # 64-token windows every 24 tokens: most sample contexts need two or more windows.
 SETTINGS = ("data.sequence_length=64", "data.doc_stride=24", "data.max_query_length=16",
@@ -70,16 +70,14 @@ def python_answer(task, model, inputs, tau):
 @pytest.fixture(scope="module")
 def exports(sample_data, tmp_path_factory):
     """Per task: the dev examples, the Python pipeline's answers, τ and the served outputs."""
-    from zoo import export
-
     out = {}
     for name in ("squad_v1", "squad_v2"):
         run_dir = tmp_path_factory.mktemp(name) / "run"
         # v2.0 trains, evaluates and serves with dynamic padding (buckets of 16 tokens).
         dynamic = ("data.pad_to_multiple_of=16",) if name == "squad_v2" else ()
-        training.train(config_lib.resolve(f"bert/{name}", overrides(sample_data, *SETTINGS,
+        runs.train(config_lib.resolve(f"bert/{name}", overrides(sample_data, *SETTINGS,
                                                                     *dynamic)), str(run_dir))
-        _, task, model = export.load_task(str(run_dir))
+        _, task, model = runs.load_task(str(run_dir))
         examples, windows = task.examples("dev"), task.windows("dev")
         spans = task.predict(model, "dev")  # {id: (text, s_best, s_null)}
         tau = 0.0
@@ -90,7 +88,7 @@ def exports(sample_data, tmp_path_factory):
             tau = middle_threshold([s_best - s_null for _, s_best, s_null in spans.values()])
             path = run_dir / "null_threshold.json"
             path.write_text(json.dumps(dict(json.loads(path.read_text()), tau=tau)))
-        path = export.export(str(run_dir), str(run_dir.parent / "export"), progress=lambda _: 0)
+        path = runs.export_run(str(run_dir), str(run_dir.parent / "export"), progress=lambda _: 0)
         requests = [{"question": [e["question"] for e in examples],
                      "context": [e["context"] for e in examples]}]
         requests += [inputs for _, inputs in bad_inputs()]

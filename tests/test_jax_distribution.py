@@ -12,6 +12,7 @@ import os
 import numpy as np
 import pytest
 
+from tasks import runs
 from tests.harness import run_in_backend
 from zoo import config as config_lib
 from zoo import training
@@ -40,7 +41,7 @@ def train_once(root, vocabulary, tmp, strategy, *overrides):
     import zoo  # noqa: F401  (registers the zoo classes)
 
     run_dir = os.path.join(tmp, strategy)
-    metrics = training.train(sst2(root, vocabulary, strategy, *overrides), run_dir)
+    metrics = runs.train(sst2(root, vocabulary, strategy, *overrides), run_dir)
     assert keras.distribution.distribution() is None  # train() restores the default
     out = {f"{strategy}:accuracy": np.array(metrics["accuracy"])}
     model = keras.saving.load_model(os.path.join(run_dir, "final.keras"))
@@ -220,7 +221,7 @@ def test_too_many_devices_or_op_by_op_steps_are_config_errors(trained):
 def test_jax_strategies_under_tensorflow_are_a_config_error(strategy, sample_data, tmp_path):
     config = sst2(sample_data["root"], sample_data["wordpiece"], strategy)
     with pytest.raises(config_lib.ConfigError, match="needs KERAS_BACKEND=jax"):
-        training.train(config, str(tmp_path / "run"))
+        runs.train(config, str(tmp_path / "run"))
     assert not (tmp_path / "run").exists()
 
 

@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score
 
+from tasks import runs
 from tests.test_training import TINY
 from tools.main import main as cli
 from zoo import config as config_lib
 from zoo import metrics as metrics_lib
-from zoo import training
 from zoo.data import DataError, read_examples
 from zoo.data.samples import LAYOUT
 
@@ -77,7 +77,7 @@ def test_task_trains_beats_chance_and_score_agrees(sample_data, tmp_path, capsys
         f"data.sequence_length={LENGTH[task, style]}", "train.batch_size=16",
         "train.learning_rate=1e-3", "train.warmup_fraction=0.1", f"train.epochs={EPOCHS[task]}",
         "train.deterministic=true", "train.eval_every=100000"])
-    metrics = training.train(config, str(run_dir))
+    metrics = runs.train(config, str(run_dir))
     gold = root / LAYOUT[task][DEV[task]]
     baseline = chance(task, gold)
     assert metrics["accuracy"] >= baseline + MARGIN[task], (metrics, baseline)

@@ -13,10 +13,11 @@ import keras
 import numpy as np
 import pytest
 
+from tasks import runs
 from tests.test_training import TINY
 from tools.main import main as cli
 from zoo import config as config_lib
-from zoo import models, training
+from zoo import models
 from zoo.data.samples import LAYOUT
 from zoo.models.head_models import FEATURES
 
@@ -44,7 +45,7 @@ def test_fine_tuned_ner_beats_all_o_and_zoo_score_reproduces_evaluate(sample_dat
                                                                        capsys):
     run_dir = tmp_path / "run"
     config = config_lib.resolve("bert/conll2003", overrides(sample_data, "train.epochs=6"))
-    metrics = training.train(config, str(run_dir))
+    metrics = runs.train(config, str(run_dir))
     # The all-O baseline finds no entity: F1 0 (conlleval gives 0 when nothing is predicted).
     assert metrics["f1"] >= 80.0, metrics  # measured 100.0 (99.0 before each weight had its own initializer)
     assert metrics["words_unpredicted"] == 0

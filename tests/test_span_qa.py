@@ -12,9 +12,9 @@ import shutil
 import numpy as np
 import pytest
 
+from tasks.runs import train as train_run
 from tests.test_training import TINY
 from zoo import config as config_lib
-from zoo import training
 from zoo.data import DataError
 from zoo.data.samples import LAYOUT
 from zoo.metrics import squad as squad_metrics
@@ -41,7 +41,7 @@ def runs(sample_data, tmp_path_factory):
     for task in ("squad_v1", "squad_v2"):
         run_dir = tmp_path_factory.mktemp(task) / "run"
         config = config_lib.resolve(f"bert/{task}", overrides(sample_data))
-        out[task] = (run_dir, training.train(config, str(run_dir)))
+        out[task] = (run_dir, train_run(config, str(run_dir)))
     return out
 
 

@@ -15,9 +15,9 @@ import os
 
 import pytest
 
+from tasks import runs
 from tests.test_training import TINY
 from zoo import config as config_lib
-from zoo import training
 from zoo.data import read_examples
 from zoo.data.samples import LAYOUT
 
@@ -68,7 +68,7 @@ def test_task_trains_and_beats_chance(sample_data, tmp_path, task, style):
         f"data.dir={data_dir}", f"data.sequence_length={80 if task == 'glue/qqp' else 48}",
         "train.batch_size=32", "train.learning_rate=1e-3", f"train.epochs={EPOCHS[task]}",
         "train.deterministic=true", "train.eval_every=100000"])
-    metrics = training.train(config, str(tmp_path / "run"))
+    metrics = runs.train(config, str(tmp_path / "run"))
     main = {"glue/cola": "mcc", "glue/stsb": "spearman", "glue/mnli": "matched_accuracy",
             "glue/mrpc": "accuracy", "glue/qqp": "accuracy"}.get(task, "accuracy")
     dev = "dev_matched" if task == "glue/mnli" else "dev"

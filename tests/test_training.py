@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import yaml
 
+from tasks import runs
 from tests.harness import REPO, run_in_backend
 from tests.test_optimization import cosine_reference, linear_reference
 from tools.main import main as cli
@@ -118,7 +119,7 @@ def test_a_run_directory_has_the_documented_layout(sample_data, tmp_path, capsys
 def test_mixed_precision_trains(sample_data, tmp_path, policy):
     config = config_lib.resolve("bert/glue_mrpc", mrpc(
         sample_data, "train.steps=4", "train.eval_every=4", f"train.mixed_precision={policy}"))
-    metrics = training.train(config, str(tmp_path / "run"))
+    metrics = runs.train(config, str(tmp_path / "run"))
     assert 0 <= metrics["accuracy"] <= 1
     assert keras.config.dtype_policy().name == "float32"  # restored afterwards
     import zoo  # noqa: F401
@@ -153,7 +154,7 @@ def test_tensorboard_serves_the_scheduled_learning_rate_and_the_loss(sample_data
     config = config_lib.resolve("bert/glue_mrpc", mrpc(
         sample_data, f"train.steps={total}", f"train.warmup_steps={warmup}",
         f"train.schedule={schedule}", "train.log_every=1", "train.eval_every=6"))
-    training.train(config, str(run_dir))
+    runs.train(config, str(run_dir))
     port = _free_port()
     server = subprocess.Popen(
         [os.path.join(os.path.dirname(sys.executable), "tensorboard"), "--logdir",
@@ -306,9 +307,9 @@ def test_a_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_model(sam
     bad = config_lib.resolve("bert/glue_mrpc", mrpc(
         sample_data, "train.steps=40", "train.eval_every=2", "train.warmup_steps=0",
         "train.learning_rate=1e30", "train.clip_norm=0"))
-    training.train(good, str(tmp_path / "good"))
+    runs.train(good, str(tmp_path / "good"))
     with pytest.raises(training.TrainingError, match=r"training loss is (nan|inf) at step \d+"):
-        training.train(bad, str(run_dir))
+        runs.train(bad, str(run_dir))
     assert not (run_dir / "final.keras").exists()
     history = json.loads((run_dir / "metrics.json").read_text()) if (
         run_dir / "metrics.json").exists() else []
@@ -371,7 +372,7 @@ def test_masked_lm_pretraining_learns_and_fine_tuning_starts_from_it(sample_data
         "train.warmup_steps=10", "train.learning_rate=2e-3", "train.eval_every=40",
         "data.phases=[{sequence_length: 32, fraction: 0.75}, {sequence_length: 64, "
         "fraction: 0.25}]"])
-    training.train(config, str(run_dir))
+    runs.train(config, str(run_dir))
     history = json.loads((run_dir / "metrics.json").read_text())
     assert [e["step"] for e in history] == [40, 80, 120, 160]
     first, last = history[0], history[-1]
@@ -411,7 +412,7 @@ def test_left_to_right_pretraining_learns(sample_data, tmp_path, family):
         f"model.vocabulary={vocab}", f"data.dir={sample_data['root'] / 'corpus'}",
         "data.sequence_length=32", "train.batch_size=16", "train.steps=90",
         "train.warmup_steps=10", "train.learning_rate=2e-3", "train.eval_every=30"])
-    training.train(config, str(run_dir))
+    runs.train(config, str(run_dir))
     history = json.loads((run_dir / "metrics.json").read_text())
     assert history[-1]["lm_loss"] < history[0]["lm_loss"] - 0.3, history
     assert history[-1]["lm_accuracy"] > history[0]["lm_accuracy"] + 0.05, history
@@ -503,7 +504,7 @@ def test_mnli_reports_matched_and_mismatched(sample_data, tmp_path, capsys):
         f"model.vocabulary={sample_data['wordpiece']}",
         f"data.dir={sample_data['root'] / 'glue' / 'MNLI'}", "data.sequence_length=32",
         "train.steps=6"])
-    metrics = training.train(config, str(run_dir))
+    metrics = runs.train(config, str(run_dir))
     assert {"matched_accuracy", "mismatched_accuracy"} == set(metrics)
     assert cli(["evaluate", "--run-dir", str(run_dir)]) == 0
     capsys.readouterr()

@@ -59,8 +59,8 @@ def run(args):
         return run_table(args)
     import json
 
+    from tasks import runs
     from zoo import config as config_lib
-    from zoo import training
     from zoo.data.samples import LAYOUT, write_samples
     from zoo.tokenizers import from_directory, train_vocabulary
 
@@ -83,10 +83,10 @@ def run(args):
     config = config_lib.resolve("bert/glue_mrpc", overrides)
     if os.path.isfile(os.path.join(run_dir, "final.keras")) and not args.overwrite:
         print(f"{run_dir} is a finished run (--overwrite trains it again)")
-        metrics = training.evaluate_run(run_dir)
+        metrics = runs.evaluate_run(run_dir)
     else:
-        metrics = training.train(config, run_dir, overwrite=args.overwrite)
-        metrics = training.evaluate_run(run_dir)  # the best checkpoint, as zoo evaluate does
+        metrics = runs.train(config, run_dir, overwrite=args.overwrite)
+        metrics = runs.evaluate_run(run_dir)  # the best checkpoint, as zoo evaluate does
     print(json.dumps(metrics, sort_keys=True))
     print(f"\nMRPC sample dev set (best checkpoint): accuracy {metrics['accuracy']:.3f}, "
           f"F1 {metrics['f1']:.3f} (chance: about 0.5)\n"
@@ -107,13 +107,14 @@ def export_and_predict(run_dir, base, requests_path):
 
     import keras
 
+    from tasks import runs
     from tools import predict
     from zoo import export
     from zoo.files import write_text
 
     print(f"zoo export --run-dir {run_dir} --out {base}")
     if keras.backend.backend() == "tensorflow":
-        path = export.export(run_dir, base, progress=lambda line: print(f"export: {line}"))
+        path = runs.export_run(run_dir, base, progress=lambda line: print(f"export: {line}"))
     else:  # the export is a TensorFlow graph whatever backend trained the run
         subprocess.run([sys.executable, "-m", "tools.main", "export", "--run-dir", run_dir,
                         "--out", base], check=True,

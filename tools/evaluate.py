@@ -58,7 +58,7 @@ def register(subparsers):
 
 
 def run(args):
-    from zoo import training
+    from tasks import runs
 
     if args.zero_shot:
         from zoo import zero_shot
@@ -71,7 +71,7 @@ def run(args):
         return 0
     if args.threshold is not None:
         raise ValueError("--threshold is for --zero-shot glue/cola")
-    metrics = training.evaluate_run(args.run_dir, args.split, args.data, args.checkpoint)
+    metrics = runs.evaluate_run(args.run_dir, args.split, args.data, args.checkpoint)
     print(json.dumps(metrics, sort_keys=True))
     print(f"predictions: {os.path.join(args.run_dir, 'predictions')}")
     return 0

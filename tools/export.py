@@ -39,9 +39,10 @@ def register(subparsers):
 
 def run(args):
     os.environ["KERAS_BACKEND"] = "tensorflow"  # a graph for TF Serving, whatever trained it
+    from tasks import runs
     from zoo import export
 
-    path = export.export(args.run_dir, args.out, args.version, args.checkpoint,
+    path = runs.export_run(args.run_dir, args.out, args.version, args.checkpoint,
                          progress=lambda line: print(f"export: {line}", flush=True),
                          mixed_precision=args.mixed_precision)
     with open(os.path.join(path, export.METADATA), encoding="utf-8") as file:

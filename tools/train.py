@@ -39,6 +39,7 @@ def register(subparsers):
 
 def run(args):
     from zoo import config as config_lib
+    from tasks import runs
     from zoo import training
 
     config = config_lib.resolve(args.experiment, args.overrides)
@@ -49,17 +50,17 @@ def run(args):
                          "run the sweep once per seed with --set train.seed=N")
     try:
         if config.sweep:
-            result = training.train_sweep(config, args.run_dir, args.overwrite)
+            result = runs.train_sweep(config, args.run_dir, args.overwrite)
             with open(os.path.join(args.run_dir, "table.md"), encoding="utf-8") as table:
                 print(table.read(), end="")
         elif args.seeds > 1:
-            result = training.train_seeds(config, args.run_dir, args.seeds, args.overwrite)
+            result = runs.train_seeds(config, args.run_dir, args.seeds, args.overwrite)
             shown = {k: v for k, v in result.items() if isinstance(v, dict) and "mean" in v}
             for name, stats in shown.items():
                 print(f"{name}: {stats['mean']:.4f} ± {stats['std']:.4f} "
                       f"(min {stats['min']:.4f}, max {stats['max']:.4f}, {args.seeds} seeds)")
         else:
-            result = training.train(config, args.run_dir, overwrite=args.overwrite)
+            result = runs.train(config, args.run_dir, overwrite=args.overwrite)
             print(json.dumps(result, sort_keys=True))
     except training.TrainingError as error:
         print(f"zoo train: error: {error}", file=sys.stderr)

@@ -1,6 +1,7 @@
 """SavedModel export: one model per task, raw inputs in, final answers out, for TF Serving.
 
-`export(run_dir, base)` (`zoo export`) writes `base/<version>/`, TF Serving's versioned layout:
+`write_version(task, model, base, version)` writes `base/<version>/`, TF Serving's versioned
+layout (`zoo export`, `tasks.runs.export_run`, exports a run directory through it):
 
     base/3/saved_model.pb      the graph: tokenizer, packing, model, post-processing
     base/3/variables/          the weights
@@ -106,19 +107,6 @@ def _remove_dead_leftovers(base):
             alive = True
         if not alive:
             shutil.rmtree(os.path.join(base, name), ignore_errors=True)
-
-
-def load_task(run_dir, checkpoint="best"):
-    """(config, task, model) of a run directory, the task reading the run's own vocabulary."""
-    import tasks
-    from zoo import training
-
-    config, model = training.load_run(run_dir, checkpoint)
-    vocabulary = os.path.join(run_dir, "vocabulary")
-    config = dataclasses.replace(config, model=dataclasses.replace(
-        config.model, vocabulary=vocabulary if os.path.exists(vocabulary) else None,
-        init_checkpoint=None))
-    return config, tasks.create(config.task, config, check_data=False), model
 
 
 def build_archive(task, model, run_dir):
@@ -262,27 +250,9 @@ def with_bfloat16_weights(model):
                                                                          stored))
 
 
-def export(run_dir, base, version=None, checkpoint="best", progress=print,
-           mixed_precision=None):
-    """Export a run's model with its task's signatures to `base/<version>/`; returns the path.
-
-    Args:
-        run_dir: a `zoo train` run directory (any Keras backend: the `.keras` file is read
-            into a TensorFlow graph).
-        base: the model's base directory (TF Serving's `--model_base_path`).
-        version: the version number; default one more than the highest there. An existing
-            version is never overwritten.
-        checkpoint: "best" (falling back to "final") or "final".
-        progress: called with one line per stage.
-        mixed_precision: serve under this Keras dtype policy ("float32", "mixed_bfloat16",
-            "mixed_float16") instead of the run's own `train.mixed_precision`. A model served
-            under mixed_bfloat16 (so also a run trained under it) is exported with its dense
-            and embedding weights in bfloat16 (`with_bfloat16_weights`: the same answers).
-
-    Example:
-        >>> export("runs/mrpc", "exports/mrpc")  # doctest: +SKIP
-        'exports/mrpc/1'
-    """
+def new_version(base, version=None):
+    """The version `write_version` will write under `base`, checked: `version`, or one more
+    than the highest there. Creates `base` and removes leftovers of dead exports."""
     import keras
 
     if keras.backend.backend() != "tensorflow":
@@ -298,9 +268,22 @@ def export(run_dir, base, version=None, checkpoint="best", progress=print,
     if os.path.exists(target):
         raise FileExistsError(f"{target} exists; versions are never overwritten (pass another "
                               "--version, or leave it out for the next one)")
-    progress(f"loading {run_dir} ({checkpoint} checkpoint)")
-    config, task, model = load_task(run_dir, checkpoint)
-    policy = config.train.mixed_precision
+    return version
+
+
+def write_version(task, model, base, version, policy, mixed_precision=None, run_dir=None,
+                  checkpoint=None, progress=print):
+    """Write `model` with `task`'s signatures to `base/<version>/`; returns the path.
+
+    `policy` is the dtype policy the model was trained under; `mixed_precision` another one
+    to serve under ("float32", "mixed_bfloat16", "mixed_float16"). A model served under
+    mixed_bfloat16 is written with its dense and embedding weights in bfloat16
+    (`with_bfloat16_weights`: the same answers). `run_dir` is what the task's serving may
+    read besides the model (SQuAD v2.0's null threshold); it and `checkpoint` are recorded in
+    `zoo_export.json`. `tasks.runs.export_run` (`zoo export`) calls this with a run's task
+    and model.
+    """
+    target = os.path.join(base, str(version))
     if mixed_precision and mixed_precision != policy:
         from zoo.config import PRECISIONS
 
@@ -314,13 +297,14 @@ def export(run_dir, base, version=None, checkpoint="best", progress=print,
     if policy == "mixed_bfloat16":
         progress("storing the dense kernels and embedding tables in bfloat16")
         model = with_bfloat16_weights(model)
-    progress(f"tracing the {config.task} signatures")
+    progress(f"tracing the {task.name} signatures")
     archive, described = build_archive(task, model, run_dir)
     staging = tempfile.mkdtemp(prefix=f".tmp-{version}-{os.getpid()}-", dir=base)
     try:
         progress(f"writing {target}")
         archive.write_out(staging, verbose=False)
-        metadata = {"task": config.task, "run_dir": os.path.abspath(run_dir),
+        metadata = {"task": task.name,
+                    "run_dir": run_dir and os.path.abspath(run_dir),
                     "checkpoint": checkpoint, "version": version,
                     "dtype_policy": policy,
                     "signatures": described}
@@ -341,5 +325,6 @@ def serving_command(base, name):
             "tensorflow/serving")
 
 
-__all__ = ["Signature", "export", "ids_signature", "load_task", "model_inputs", "next_version",
-           "serving_command", "text", "with_bfloat16_weights", "with_dtype_policy"]
+__all__ = ["Signature", "ids_signature", "model_inputs", "new_version", "next_version",
+           "serving_command", "text", "with_bfloat16_weights", "with_dtype_policy",
+           "write_version"]

@@ -1,0 +1,195 @@
+"""Callbacks of a `zoo train` run: progress bar and TensorBoard scalars, the step limit and
+non-finite-loss stop, the dropout random state beside each backup, evaluation after every
+round (metrics.json, best.keras), and the HParams summary.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import sys
+import tempfile
+
+import keras
+import numpy as np
+
+from zoo.files import write_text
+from zoo.training.run_dir import backup_round, read_metrics, save_model
+
+
+class TrainingError(RuntimeError):
+    """Training cannot go on (a non-finite loss); the message names the step."""
+
+
+class StepLogger(keras.callbacks.Callback):
+    """Progress bar and TensorBoard training scalars keyed by the optimizer's step.
+
+    Written by hand because keras.callbacks.TensorBoard counts batches from 0 in every `fit`
+    call (wrong after a resume) and logs the learning rate only once per epoch.
+    """
+
+    def __init__(self, log_dir, schedule, log_every):
+        super().__init__()
+        import tensorflow as tf
+
+        self.writer = tf.summary.create_file_writer(os.path.join(log_dir, "train"))
+        self.schedule, self.log_every = schedule, log_every
+        self.bar = None
+
+    def step(self):
+        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+
+    def on_train_begin(self, logs=None):
+        from tqdm import tqdm
+
+        if self.bar is None:
+            self.bar = tqdm(total=self.schedule.total, desc="train", unit="step",
+                            dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 30)
+        self.bar.n = self.step()
+        self.bar.refresh()
+
+    def on_train_batch_end(self, batch, logs=None):
+        import tensorflow as tf
+
+        step = self.step()
+        self.bar.update(step - self.bar.n)
+        logs = logs or {}
+        if step % self.log_every and step != self.schedule.total:
+            return
+        optimizer = getattr(self.model.optimizer, "inner_optimizer", self.model.optimizer)
+        rate = optimizer.learning_rate
+        if isinstance(optimizer._learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+            rate = optimizer._learning_rate(step - 1)  # the rate this step was taken with
+        rate = float(keras.ops.convert_to_numpy(rate))
+        with self.writer.as_default():
+            tf.summary.scalar("learning_rate", rate, step=step)
+            for name, value in logs.items():
+                tf.summary.scalar(name, float(value), step=step)
+        self.writer.flush()
+        self.bar.set_postfix(loss=f"{float(logs.get('loss', math.nan)):.4f}", lr=f"{rate:.3g}")
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+        self.writer.close()
+
+
+class StopAt(keras.callbacks.Callback):
+    """End training at `total` optimizer steps, mid-round if need be; stop on a NaN loss."""
+
+    def __init__(self, total):
+        super().__init__()
+        self.total = total
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        loss = float((logs or {}).get("loss", 0.0))
+        if not math.isfinite(loss):
+            # Raising (not stop_training) skips on_epoch_end, so no backup or best model is
+            # written from the broken weights: the last good ones stay on disk.
+            raise TrainingError(f"the training loss is {loss} at step {step}; the last good "
+                                "checkpoint is kept in the run directory (backup/, "
+                                "best.keras). Lower train.learning_rate or check the data.")
+        if step >= self.total:
+            self.model.stop_training = True
+
+
+class RandomState(keras.callbacks.Callback):
+    """Back up and restore the dropout random-number state with BackupAndRestore's backups.
+
+    BackupAndRestore saves weights and optimizer, but not the layers' `SeedGenerator` states,
+    so a resumed run would draw its dropout masks from the start of the stream again and end
+    with other weights than an uninterrupted run. One small file per round, next to it.
+    """
+
+    def __init__(self, backup_dir):
+        super().__init__()
+        self.backup_dir = backup_dir
+
+    def _states(self):
+        return [v for v in self.model.variables if "seed_generator_state" in v.path]
+
+    def _path(self, round_):
+        return os.path.join(self.backup_dir, f"random_state-{round_}.npz")
+
+    def on_train_begin(self, logs=None):
+        round_ = backup_round(self.backup_dir)
+        if round_ and os.path.isfile(self._path(round_)):
+            with np.load(self._path(round_)) as saved:
+                for variable in self._states():
+                    variable.assign(saved[variable.path])
+
+    def on_epoch_end(self, epoch, logs=None):
+        os.makedirs(self.backup_dir, exist_ok=True)
+        path = self._path(epoch + 1)
+        fd, tmp = tempfile.mkstemp(prefix=".random_state.", suffix=".npz", dir=self.backup_dir)
+        os.close(fd)
+        np.savez(tmp, **{v.path: keras.ops.convert_to_numpy(v) for v in self._states()})
+        os.replace(tmp, path)
+        stale = self._path(epoch - 1)  # keep this round's and the previous one
+        if os.path.exists(stale):
+            os.remove(stale)
+
+
+class Evaluator(keras.callbacks.Callback):
+    """After every round: dev metrics to metrics.json and TensorBoard, best.keras if better."""
+
+    def __init__(self, task, run_dir, examples_shown):
+        super().__init__()
+        import tensorflow as tf
+
+        self.task, self.run_dir, self.examples_shown = task, run_dir, examples_shown
+        self.writer = tf.summary.create_file_writer(os.path.join(run_dir, "logs", "eval"))
+
+    def on_train_begin(self, logs=None):
+        self.history = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self.history is None:  # after on_train_begin, when BackupAndRestore has restored
+            step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+            # After a resume, evaluations later than the restored step are replayed.
+            self.history = [e for e in read_metrics(self.run_dir) if e["step"] <= step]
+
+    def on_epoch_end(self, epoch, logs=None):
+        evaluate(self.task, self.model, self.run_dir, self.history, self.writer,
+                 self.examples_shown)
+
+
+def evaluate(task, model, run_dir, history, writer, examples_shown):
+    """One evaluation of a training run: metrics.json, TensorBoard, best.keras."""
+    import tensorflow as tf
+
+    step = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+    metrics, predictions = task.evaluate(model, "dev", return_predictions=True)
+    main = task.main_metric
+    best = max((entry[main] for entry in history if math.isfinite(entry.get(main, math.nan))),
+               default=-math.inf)
+    history.append({"step": step, **metrics})
+    write_text(os.path.join(run_dir, "metrics.json"), json.dumps(history, indent=1) + "\n")
+    with writer.as_default():
+        for name, value in metrics.items():
+            tf.summary.scalar(name, value, step=step)
+        if examples_shown and predictions:
+            tf.summary.text("dev_examples", task.describe(predictions, examples_shown),
+                            step=step)
+    writer.flush()
+    if metrics.get(main, -math.inf) > best:
+        save_model(model, os.path.join(run_dir, "best.keras"))
+        if hasattr(task, "save_extras"):  # what export needs besides the weights (SQuAD's tau)
+            task.save_extras(run_dir, metrics)
+    shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+    print(f"\nstep {step}: {shown}", flush=True)
+
+
+def write_hparams(config, run_dir, task):
+    """The run's settings and dev metrics for TensorBoard's HParams dashboard."""
+    import tensorflow as tf
+    from tensorboard.plugins.hparams import api as hp
+
+    values = {"task": config.task, "preset": config.model.preset,
+              "init_checkpoint": str(config.model.init_checkpoint)}
+    for key, value in dataclasses.asdict(config.train).items():
+        if isinstance(value, (int, float, str, bool)):
+            values[f"train.{key}"] = value
+    with tf.summary.create_file_writer(os.path.join(run_dir, "logs", "hparams")).as_default():
+        hp.hparams(values, trial_id=os.path.basename(os.path.abspath(run_dir)))

@@ -1,0 +1,158 @@
+"""The fit loop of `zoo train`: step counts and rounds, the optimizer every task compiles
+with, and `fit`, which trains a task into a run directory and resumes it.
+
+Training is cut into rounds of `train.eval_every` steps (Keras "epochs"): each round ends with
+an evaluation, a best-model check and a backup. A run killed at any point and started again
+with the same command restores the last backup, skips exactly the batches already seen (the
+data order is a pure function of seed and position, `data_order.example_order`) and ends with
+the weights an uninterrupted run would have.
+"""
+
+import dataclasses
+import math
+import os
+import shutil
+
+import keras
+
+from zoo import config as config_lib
+from zoo.training import callbacks as callbacks_lib
+from zoo.training import distribution as distribution_lib
+from zoo.training import run_dir as run_dir_lib
+from zoo.training import starting_points
+
+
+class Schedule:
+    """Step counts of a run: total steps, warmup, rounds of `eval_every` steps."""
+
+    def __init__(self, train, steps_per_epoch):
+        self.steps_per_epoch = steps_per_epoch
+        self.total = train.steps or max(1, math.ceil(train.epochs * steps_per_epoch))
+        if train.warmup_steps is not None:
+            self.warmup = train.warmup_steps
+        else:
+            self.warmup = int(round(train.warmup_fraction * self.total))
+        if self.warmup > self.total:
+            raise config_lib.ConfigError(f"train.warmup_steps {self.warmup} exceeds the "
+                                         f"{self.total} training steps")
+        self.eval_every = min(train.eval_every or steps_per_epoch, self.total)
+        self.rounds = math.ceil(self.total / self.eval_every)
+
+
+@dataclasses.dataclass
+class Phase:
+    """Rounds [first_round, last_round) trained on `dataset(skip_batches)`."""
+
+    first_round: int
+    last_round: int
+    dataset: object
+
+
+def optimizer(train, model, steps_per_epoch, total_steps=None, warmup_steps=None):
+    """The optimizer of a `TrainConfig` for `model`: every task's `compile` calls this.
+
+    AdamW (or SGD, `train.optimizer`) on the warmup + decay schedule of `train`, with its
+    clipping, weight decay and epsilon; the step counts come from `Schedule` unless given.
+    """
+    from zoo.optimization import build_optimizer
+
+    if total_steps is None:
+        schedule = Schedule(train, steps_per_epoch)
+        total_steps, warmup_steps = schedule.total, schedule.warmup
+    return build_optimizer(
+        train.learning_rate, total_steps, warmup_steps, schedule=train.schedule,
+        weight_decay=train.weight_decay, clip_norm=train.clip_norm, epsilon=train.adam_epsilon,
+        model=model, optimizer=train.optimizer, momentum=train.momentum)
+
+
+def fit(config, task, run_dir, overwrite=False, shared_backup=None):
+    """Train `task` as `config` says into `run_dir`, resuming it if it holds the same
+    unfinished run; returns the last evaluation's metrics (dict).
+
+    `task` is built from `config` (tasks.create) after `distribution.join_cluster`, which
+    gives the `run_dir` and `shared_backup` of this process. The run directory is written
+    only once the model is built and compiled, so a bad config leaves nothing behind.
+    """
+    train_config = config.train
+    resuming = run_dir_lib.check_run_dir(config, run_dir, overwrite)
+    previous_policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(train_config.mixed_precision)
+    # Deterministic ops are switched back afterwards, so a script (or a test process) that
+    # trains once does not run everything after it in the slower deterministic mode. TF has
+    # no public switch-off; tensorflow.python.framework.config holds the one it uses.
+    from tensorflow.python.framework import config as tf_config
+
+    was_deterministic = tf_config.is_op_determinism_enabled()
+    if train_config.deterministic and keras.backend.backend() == "tensorflow":
+        tf_config.enable_op_determinism()
+    keras.utils.set_random_seed(train_config.seed)
+    logger = None
+    previous_distribution = keras.distribution.distribution()
+    try:
+        # A JAX distribution must be current while the model is built (it places the
+        # variables) and while it is fitted (it shards each batch), so it is set, not scoped.
+        distribution = distribution_lib.jax_distribution(train_config)
+        if distribution is not None:
+            keras.distribution.set_distribution(distribution)
+        scope, replicas, where = distribution_lib.scope(train_config, distribution)
+        if train_config.batch_size % replicas:
+            raise config_lib.ConfigError(f"train.batch_size {train_config.batch_size} does "
+                                         f"not split over {replicas} replicas")
+        with scope:
+            model = task.build_model()
+            schedule = Schedule(train_config, task.steps_per_epoch())
+            task.compile(model, total_steps=schedule.total, warmup_steps=schedule.warmup)
+            _build(model)
+        # Everything is checked and built: only now is the run directory written.
+        if not resuming:
+            run_dir_lib.create_run_dir(config, run_dir, overwrite)
+        if getattr(task, "tokenizer", True) is not None:  # image tasks have no vocabulary
+            starting_points.copy_vocabulary(config.model, run_dir)
+        print(f"{config.task}: {type(model).__name__} of {model.count_params():,} parameters,"
+              f" {schedule.total} steps of {train_config.batch_size} ({where})"
+              f", evaluation every {schedule.eval_every} steps", flush=True)
+        backup_dir = os.path.join(run_dir, "backup")
+        if shared_backup is not None:
+            resuming = run_dir_lib.copy_backup(shared_backup, backup_dir) or resuming
+        start_round = run_dir_lib.backup_round(backup_dir) if resuming else 0
+        if resuming and start_round:
+            print(f"resuming {run_dir} at step {start_round * schedule.eval_every}", flush=True)
+        logger = callbacks_lib.StepLogger(os.path.join(run_dir, "logs"), schedule,
+                                          train_config.log_every)
+        callbacks = [
+            callbacks_lib.StopAt(schedule.total),
+            logger,
+            callbacks_lib.Evaluator(task, run_dir, train_config.eval_examples),
+            callbacks_lib.RandomState(backup_dir),  # written before the backup it refers to
+            # double_checkpoint: a backup torn by a kill falls back to the previous one.
+            keras.callbacks.BackupAndRestore(backup_dir, double_checkpoint=True,
+                                             delete_checkpoint=False),
+        ]
+        callbacks_lib.write_hparams(config, run_dir, task)
+        for phase in task.phases(schedule):
+            if start_round >= phase.last_round:
+                continue
+            first = max(start_round, phase.first_round)
+            skip = (first - phase.first_round) * schedule.eval_every
+            dataset = phase.dataset(skip)
+            model.fit(dataset, epochs=phase.last_round, initial_epoch=first,
+                      steps_per_epoch=schedule.eval_every, callbacks=callbacks, verbose=0,
+                      shuffle=False)
+            start_round = phase.last_round
+        run_dir_lib.save_model(model, os.path.join(run_dir, "final.keras"))
+        shutil.rmtree(backup_dir, ignore_errors=True)
+    finally:
+        if logger is not None:
+            logger.close()
+        keras.config.set_dtype_policy(previous_policy)
+        keras.distribution.set_distribution(previous_distribution)
+        if not was_deterministic:
+            tf_config.disable_op_determinism()
+    history = run_dir_lib.read_metrics(run_dir)
+    return {k: v for k, v in history[-1].items() if k != "step"} if history else {}
+
+
+def _build(model):
+    """Create the optimizer variables before BackupAndRestore loads a backup into them."""
+    if not model.optimizer.built:
+        model.optimizer.build(model.trainable_variables)

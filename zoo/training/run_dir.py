@@ -1,0 +1,141 @@
+"""Run directories: their layout, the checks before writing one, atomic files, backups.
+
+    run_dir/config.yaml      the resolved experiment (written first; a different one is refused)
+    run_dir/vocabulary/      the tokenizer files, so the run is self-contained (text tasks)
+    run_dir/logs/            TensorBoard: train/ (loss, learning rate, per log_every steps),
+                             eval/ (dev metrics, dev examples as text), hparams
+    run_dir/backup/          keras.callbacks.BackupAndRestore state while training runs
+    run_dir/best.keras       the model at the best main dev metric so far
+    run_dir/final.keras      the model after the last step (its presence = run complete)
+    run_dir/metrics.json     every evaluation: {"step": ..., metrics ...}, in order
+    run_dir/predictions/     what `zoo evaluate` writes, in the format `zoo score` reads
+
+Every file is written to a temporary name and renamed.
+"""
+
+import json
+import os
+import shutil
+import tempfile
+
+import keras
+import yaml
+
+from zoo import config as config_lib
+from zoo.files import write_text
+
+RUN_FILES = ("config.yaml", "vocabulary", "logs", "backup", "best.keras", "final.keras",
+             "metrics.json", "predictions")
+
+
+def save_model(model, path):
+    """`model.save(path)` through a temporary `.keras` file and a rename."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".keras",
+                               dir=directory)
+    os.close(fd)
+    try:
+        model.save(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def read_metrics(run_dir):
+    """The evaluations recorded in `run_dir/metrics.json` (a list, empty if none)."""
+    path = os.path.join(run_dir, "metrics.json")
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)
+
+
+def check_run_dir(config, run_dir, overwrite):
+    """Whether `run_dir` resumes this experiment; raise if it holds something else.
+
+    Writes nothing: an empty or missing directory starts a new run, one with the same
+    config.yaml and no final.keras resumes, anything else is refused unless `overwrite`.
+    """
+    if overwrite or not os.path.isdir(run_dir) or not os.listdir(run_dir):
+        return False
+    config_path = os.path.join(run_dir, "config.yaml")
+    if not os.path.isfile(config_path):
+        raise FileExistsError(f"--run-dir {run_dir}: exists and is not a zoo run directory "
+                              "(no config.yaml); choose another or pass --overwrite")
+    with open(config_path, encoding="utf-8") as file:
+        existing = yaml.safe_load(file)
+    differences = _differences(existing, config_lib.to_dict(config))
+    if differences:
+        raise FileExistsError(f"--run-dir {run_dir}: holds a different experiment ("
+                              f"{'; '.join(differences[:5])}); pass --overwrite to replace it "
+                              "or choose another --run-dir")
+    if os.path.isfile(os.path.join(run_dir, "final.keras")):
+        raise FileExistsError(f"--run-dir {run_dir}: this run is complete (final.keras); "
+                              "pass --overwrite to train it again")
+    return True
+
+
+def create_run_dir(config, run_dir, overwrite):
+    """Start a new run directory (replacing an old one with `overwrite`): config.yaml first."""
+    if os.path.exists(run_dir) and overwrite:
+        shutil.rmtree(run_dir)
+    os.makedirs(run_dir, exist_ok=True)
+    write_text(os.path.join(run_dir, "config.yaml"),
+               yaml.safe_dump(config_lib.to_dict(config), sort_keys=False))
+
+
+def _differences(old, new, prefix=""):
+    out = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}: {a!r} there, {b!r} now")
+    return out
+
+
+def load_run(run_dir, checkpoint="best"):
+    """The experiment and model of a run directory (`best` falls back to `final`)."""
+    config_path = os.path.join(run_dir, "config.yaml")
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"--run-dir {run_dir}: not a zoo run directory (no "
+                                "config.yaml)")
+    with open(config_path, encoding="utf-8") as file:
+        config = config_lib.from_dict(yaml.safe_load(file), config_path)
+    names = [f"{checkpoint}.keras"] + (["final.keras"] if checkpoint == "best" else [])
+    for name in names:
+        path = os.path.join(run_dir, name)
+        if os.path.isfile(path):
+            return config, keras.saving.load_model(path)
+    raise FileNotFoundError(f"--run-dir {run_dir}: no {' or '.join(names)} (has it trained?)")
+
+
+# === Backups (keras.callbacks.BackupAndRestore) ===
+
+
+def copy_backup(source, target):
+    """Replace `target` with a copy of the backup in `source`; False if there is none."""
+    if not os.path.isdir(source):
+        return False
+    staging = target + ".copy"
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(source, staging)
+    shutil.rmtree(target, ignore_errors=True)
+    os.rename(staging, target)
+    return True
+
+
+def backup_round(backup_dir):
+    """The round a BackupAndRestore backup will resume at (0 without one)."""
+    for name in ("training_metadata.json", "training_metadata.json.bkp"):
+        path = os.path.join(backup_dir, name)
+        if os.path.isfile(path):
+            try:
+                with open(path) as file:
+                    return int(json.load(file)["epoch"])
+            except (ValueError, KeyError):
+                continue
+    return 0

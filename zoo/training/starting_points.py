@@ -1,0 +1,207 @@
+"""Starting points of a run: the task's tokenizer, its vocabulary files, and the backbone.
+
+A backbone starts from a random preset or from `model.init_checkpoint` (a `.keras` file, a
+zoo run directory, a Hugging Face folder or a Google BERT checkpoint), possibly partially:
+GPT-1's fine-tuning tokens, ViT at another image size, only the first K blocks.
+"""
+
+import glob
+import os
+import shutil
+import tempfile
+
+import keras
+import numpy as np
+
+from zoo import config as config_lib
+
+
+def vocabulary_path(model_config):
+    """The vocabulary directory or file of a model config (explicit, or the checkpoint's)."""
+    if model_config.vocabulary:
+        path = model_config.vocabulary
+    elif model_config.init_checkpoint:
+        path = model_config.init_checkpoint
+        if os.path.isfile(os.path.join(path, "config.yaml")):  # a zoo run directory
+            path = os.path.join(path, "vocabulary")
+        elif not os.path.isdir(path):  # a .keras file or a checkpoint prefix
+            path = os.path.dirname(os.path.abspath(path))
+    else:
+        raise config_lib.ConfigError(
+            "model.vocabulary: missing; a randomly initialized preset needs a vocabulary "
+            "directory (make one with `zoo data vocab`), or set model.init_checkpoint")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"model.vocabulary {path}: no such file or directory")
+    return path
+
+
+def load_tokenizer(model_config, gpt=False):
+    """The task tokenizer: WordPiece for BERT; GPT-1 BPE plus the fine-tuning tokens for GPT."""
+    from zoo import tokenizers
+
+    path = vocabulary_path(model_config)
+    if os.path.isfile(path):
+        if gpt:
+            raise config_lib.ConfigError(f"model.vocabulary {path}: GPT-1 needs a directory "
+                                         "with vocab.json and merges.txt")
+        return tokenizers.WordPieceTokenizer(path, lowercase=True)
+    if gpt:
+        tokenizer = tokenizers.from_huggingface(
+            path, special_tokens=tokenizers.GPT1_SPECIAL_TOKENS)
+        if not isinstance(tokenizer, tokenizers.GPTTokenizer):
+            raise config_lib.ConfigError(f"model.vocabulary {path}: GPT-1 needs its BPE "
+                                         f"vocabulary (vocab.json + merges.txt), found a "
+                                         f"{type(tokenizer).__name__}")
+        return tokenizer
+    tokenizer = tokenizers.from_huggingface(path)
+    if not isinstance(tokenizer, tokenizers.WordPieceTokenizer):
+        raise config_lib.ConfigError(f"model.vocabulary {path}: BERT needs a WordPiece "
+                                     f"vocabulary (vocab.txt), found a "
+                                     f"{type(tokenizer).__name__}")
+    return tokenizer
+
+
+def copy_vocabulary(model_config, run_dir):
+    """Copy the vocabulary files into `run_dir/vocabulary` (atomically, once)."""
+    target = os.path.join(run_dir, "vocabulary")
+    if os.path.isdir(target):
+        return target
+    source = vocabulary_path(model_config)
+    staging = tempfile.mkdtemp(prefix=".vocabulary.", dir=run_dir)
+    try:
+        if os.path.isfile(source):
+            shutil.copy(source, os.path.join(staging, "vocab.txt"))
+        else:
+            for name in ("vocab.txt", "vocab.json", "merges.txt", "tokenizer_config.json",
+                         "special_tokens_map.json"):
+                if os.path.isfile(os.path.join(source, name)):
+                    shutil.copy(os.path.join(source, name), staging)
+        os.chmod(staging, 0o755)
+        os.rename(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def load_backbone(model_config, tokenizer, **overrides):
+    """The backbone of a model config: a random preset, or the weights of `init_checkpoint`.
+
+    `init_checkpoint` may be a `.keras` file (a backbone or any zoo head model), a zoo run
+    directory (its final.keras, else best.keras), a Hugging Face folder or an original Google
+    BERT checkpoint. The backbone must be of the preset's family and match the tokenizer's
+    vocabulary; GPT-1's three fine-tuning tokens, when the checkpoint lacks them, get new
+    embedding rows (N(0, 0.02), as the original's `n_special` rows). `model.backbone` and
+    `overrides` change constructor arguments (dropout, causal ...) on the loaded weights.
+
+    Two starting points are partial. A ViT checkpoint asked for another `image_size` is
+    `with_image_size(size)`: its position embeddings interpolated to the new patch grid
+    (ViT section 3.2, fine-tuning at a higher resolution). `model.transfer_layers: K` copies
+    only the embeddings and the first K transformer blocks; the later blocks keep the fresh
+    (seeded) initialisation of the preset (GPT-1 Figure 2, left). `tokenizer` is None for
+    models without a vocabulary (ViT).
+    """
+    from zoo import models
+    from zoo.models.presets import PRESETS
+
+    if model_config.preset not in PRESETS:
+        raise config_lib.ConfigError(f"model.preset: unknown preset {model_config.preset!r}; "
+                                     f"known: {', '.join(PRESETS)}")
+    family = models.BACKBONES[PRESETS[model_config.preset][0]]
+    overrides = {**model_config.backbone, **overrides}
+    transfer = model_config.transfer_layers
+    if transfer is not None and not model_config.init_checkpoint:
+        raise config_lib.ConfigError(f"model.transfer_layers {transfer}: copies blocks from "
+                                     "model.init_checkpoint, which is not set")
+    vocabulary = {} if tokenizer is None else {"vocabulary_size": int(tokenizer.vocabulary_size())}
+    if not model_config.init_checkpoint:
+        try:
+            return models.create(model_config.preset, **{**vocabulary, **overrides})
+        except TypeError as error:
+            raise config_lib.ConfigError(f"model.backbone: {error}") from None
+    source = model_config.init_checkpoint
+    backbone = _load_checkpoint(source)
+    if not isinstance(backbone, family):
+        raise config_lib.ConfigError(
+            f"model.init_checkpoint {source}: holds a {type(backbone).__name__}, but "
+            f"model.preset {model_config.preset} is a {family.__name__}")
+    size = vocabulary.get("vocabulary_size")
+    grow = size - backbone.vocabulary_size if vocabulary else 0
+    gpt_tokens = getattr(tokenizer, "special_tokens", [])
+    if grow and not (family is models.GPTBackbone and 0 < grow <= len(gpt_tokens)):
+        raise config_lib.ConfigError(
+            f"model.init_checkpoint {source}: vocabulary size {backbone.vocabulary_size} "
+            f"does not match the vocabulary's {size} tokens ({vocabulary_path(model_config)})")
+    unknown = sorted(set(overrides) - set(backbone.config_keys))
+    if unknown:
+        raise config_lib.ConfigError(f"model.backbone: unknown key(s) {unknown}; "
+                                     f"{family.__name__} takes {list(backbone.config_keys)}")
+    if transfer is not None and transfer > backbone.num_layers:
+        raise config_lib.ConfigError(
+            f"model.transfer_layers {transfer}: model.init_checkpoint {source} has only "
+            f"{backbone.num_layers} transformer blocks")
+    image_size = overrides.pop("image_size", None)
+    if image_size is not None and image_size != backbone.image_size:
+        # ViT section 3.2: keep the patch size, interpolate the position embeddings in 2-D.
+        backbone = backbone.with_image_size(image_size)
+    unchanged = all(backbone.get_config()[k] == v for k, v in overrides.items())
+    if not grow and unchanged and transfer is None:
+        return backbone
+    rebuilt = family.from_config({**backbone.get_config(), **overrides, **vocabulary})
+    if transfer is not None:
+        # Only the embeddings and blocks 0 .. K-1 are copied; the blocks after them keep the
+        # initialisation `from_config` gave them (seeded by train.seed like any new weight).
+        copied = [w for w in rebuilt.weights if not _in_block(w.path, transfer)]
+    else:
+        copied = rebuilt.weights
+    old = {w.path: w for w in backbone.weights}
+    for weight in copied:
+        value = keras.ops.convert_to_numpy(old[weight.path])
+        if weight.shape != value.shape:  # the token embedding, grown by the special tokens
+            rng = np.random.default_rng(0)
+            extra = rng.normal(0, 0.02, (weight.shape[0] - value.shape[0],) + value.shape[1:])
+            value = np.concatenate([value, extra.astype(value.dtype)])
+        weight.assign(value)
+    return rebuilt
+
+
+def _in_block(path, first):
+    """Whether a weight path lies in `transformer_layer_<i>` with i >= first."""
+    for part in path.split("/"):
+        if part.startswith("transformer_layer_") and part[len("transformer_layer_"):].isdigit():
+            return int(part[len("transformer_layer_"):]) >= first
+    return False
+
+
+def _load_checkpoint(path):
+    from zoo import convert
+
+    if os.path.isfile(os.path.join(path, "config.yaml")):  # a zoo run directory
+        for name in ("final.keras", "best.keras"):
+            if os.path.isfile(os.path.join(path, name)):
+                return _backbone_of(keras.saving.load_model(os.path.join(path, name)))
+        raise FileNotFoundError(f"model.init_checkpoint {path}: a run directory without "
+                                "final.keras or best.keras (has the run finished?)")
+    if path.endswith(".keras"):
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"model.init_checkpoint {path}: no such file")
+        return _backbone_of(keras.saving.load_model(path))
+    if os.path.isfile(os.path.join(path, "config.json")):
+        return convert.from_huggingface(path)
+    folder, prefix = (path, None) if os.path.isdir(path) else (os.path.dirname(path), path)
+    config_json = os.path.join(folder, "bert_config.json")
+    if prefix is None:
+        index = sorted(glob.glob(os.path.join(folder, "*.ckpt*.index")))
+        prefix = index[0][:-len(".index")] if index else None
+    if prefix and os.path.isfile(config_json):
+        return convert.from_bert_checkpoint(prefix, config_json)
+    raise FileNotFoundError(
+        f"model.init_checkpoint {path}: expected a .keras file, a zoo run directory "
+        "(config.yaml), a Hugging Face folder (config.json) or a Google BERT checkpoint "
+        "(bert_config.json + bert_model.ckpt.*)")
+
+
+def _backbone_of(model):
+    from zoo.models import Backbone
+
+    return model if isinstance(model, Backbone) else model.backbone
