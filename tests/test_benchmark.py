@@ -80,13 +80,13 @@ def test_zoo_bfloat16_contenders_compute_what_mixed_bfloat16_computes(tmp_path, 
     dense and embedding weights stored in bfloat16, `export.with_bfloat16_weights`); keras-hub
     under its mixed_bfloat16 only. The two zoo contenders compute the same bits, so their
     distance from transformers' float32 output is the same number, a bfloat16-sized one."""
-    from tools import benchmark
+    from tools.benchmark import weights, workers
 
-    monkeypatch.chdir(REPO)  # the workers import tools.benchmark from here
+    monkeypatch.chdir(REPO)  # the workers import tools.benchmark.workers from here
     root = str(tmp_path)
-    benchmark._prepare_weights(root, ["bert"], [2], 16, tiny=True)
-    results = benchmark._time_family(root, "bert", "forward", [2], 16, ["tensorflow"], True,
-                                     1, lambda _: None)
+    weights._prepare_weights(root, ["bert"], [2], 16, tiny=True)
+    results = workers._time_family(root, "bert", "forward", [2], 16, ["tensorflow"], True,
+                                   1, lambda _: None)
     diffs = {key: diff for key, (_, diff) in results.items()}
     modes = ("graph", "xla")
     assert {name for label, name in diffs if label == "zoo tensorflow"} == {

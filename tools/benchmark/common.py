@@ -1,0 +1,53 @@
+"""What several benchmarks share: families, backends, result lookups, ratio cells, corpus.
+
+The default corpus serves tokenizers and serving; `_preset` bucketing and serving.
+"""
+
+_BACKENDS = ("tensorflow", "jax")
+
+FAMILIES = {
+    # family: (zoo preset, keras-hub backbone or None, transformers class)
+    "bert": ("bert_base", "BertBackbone", "BertModel"),
+    "gpt1": ("gpt1", None, "OpenAIGPTModel"),  # keras-hub has no GPT-1
+    "vit": ("vit_base16", "ViTBackbone", "ViTModel"),
+}
+
+
+def _split(name):
+    mode, policy, batch = name.split()
+    return mode, policy, int(batch)
+
+
+def _best(results, label, batch, policy="float32"):
+    """The fastest (seconds, contender name) of one worker at one batch size and policy."""
+    found = [(seconds, name) for (lab, name), (seconds, _) in results.items()
+             if lab == label and _split(name)[2] == batch and _split(name)[1] == policy]
+    return min(found) if found else (None, None)
+
+
+def _target(ratio, goal=None, lower_is_better=False):
+    if ratio is None:
+        return "n/a"
+    if goal is None:
+        return f"{ratio:.2f} (no target)"
+    met = ratio <= goal if lower_is_better else ratio >= goal
+    sign = "≤" if lower_is_better else "≥"
+    return f"{ratio:.3f} ({'met' if met else 'missed'}: target {sign} {goal})"
+
+
+def _corpus_lines(files):
+    if files:
+        lines = []
+        for path in files:
+            with open(path, encoding="utf-8") as file:
+                lines += [line.rstrip("\r\n") for line in file]
+    else:
+        import pydoc_data.topics
+
+        lines = "\n".join(pydoc_data.topics.topics.values()).split("\n")
+    return [line for line in lines if line.strip()]
+
+
+def _preset(args):
+    """--preset of bucketing and serving; under `all`, bert_base (bert_tiny with --tiny)."""
+    return getattr(args, "preset", "bert_tiny" if getattr(args, "tiny", False) else "bert_base")

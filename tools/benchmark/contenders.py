@@ -1,0 +1,192 @@
+"""Inside a worker process: the timed callables ("mode policy batch" -> fn) of one library.
+
+zoo and keras-hub on the worker's Keras backend, transformers (eager torch; it also writes the
+ONNX files) and ONNX Runtime, all on the weights and inputs of `weights._prepare_weights`.
+"""
+
+import contextlib
+import os
+import sys
+
+from tools.benchmark.common import FAMILIES
+
+
+def _keras_contenders(spec, library):
+    """name -> callable for zoo or keras-hub on the current Keras backend."""
+    import json
+
+    import keras
+    import numpy as np
+
+    folder = os.path.join(spec["root"], spec["family"])
+    backend = keras.backend.backend()
+
+    def build(policy, training):
+        if library == "zoo":
+            import zoo
+
+            with open(os.path.join(folder, "zoo_config.json"), encoding="utf-8") as file:
+                saved = json.load(file)
+            # "bfloat16": what zoo serves under mixed_bfloat16 (`zoo export`), the same
+            # computation with the dense and embedding weights stored in bfloat16.
+            config = dict(saved["config"], dtype="float32" if policy == "bfloat16" else policy)
+            if not training:
+                config.update(dropout=0.0, attention_dropout=0.0)
+            elif spec["family"] == "bert":
+                # The fine-tuning step compares equal work: keras-hub's BertBackbone has only
+                # the tanh GELU, so zoo runs it too (what `zoo.convert.from_keras_hub` gives
+                # for keras-hub's checkpoints). zoo's default erf GELU costs 15 ms more a step
+                # (46 vs 31 ms for the 12 GELUs, forward and backward; XLA profile, BERT-base,
+                # batch 8 x 128): under 1 % of a step.
+                config.update(activation="gelu_approximate")
+            backbone = getattr(zoo.models, saved["class_name"]).from_config(config)
+            backbone.load_weights(os.path.join(folder, "zoo.weights.h5"))
+            if training:
+                return zoo.models.BertClassifier(backbone, 2, dropout=0.1)
+            if policy == "bfloat16":
+                from zoo import export
+
+                return export.with_bfloat16_weights(backbone)
+            return backbone
+        import keras_hub
+
+        # The local preset `_prepare_weights` wrote: from_preset never reaches a hub.
+        backbone = keras_hub.models.Backbone.from_preset(
+            os.path.join(folder, "keras_hub"), dtype=policy,
+            **({} if training else {"dropout": 0.0} if spec["family"] == "bert" else {}))
+        if training:
+            return keras_hub.models.BertTextClassifier(backbone, num_classes=2,
+                                                       preprocessor=None, dropout=0.1)
+        return backbone
+
+    modes = spec.get("modes") or (["graph", "xla"] if backend == "tensorflow" else ["jit"])
+    fns = {}
+    for batch in spec["batches"]:
+        data = dict(np.load(os.path.join(folder, f"inputs_{batch}.npz")))
+        labels = data.pop("labels")
+        x = data["images"] if spec["family"] == "vit" else data
+        for policy in spec["policies"]:
+            if spec["kind"] == "train":
+                for mode in modes:
+                    model = build(policy, training=True)
+                    # The same optimizer and loss for both, and no metric: a keras-hub Task
+                    # compiles itself with an accuracy metric when built, which only an
+                    # explicit empty list replaces (`metrics=None` keeps it).
+                    model.compile(
+                        optimizer=keras.optimizers.AdamW(2e-5, weight_decay=0.01),
+                        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                        metrics=[], jit_compile=mode != "graph")
+                    y = {"logits": labels} if library == "zoo" else labels
+                    fns[f"{mode} {policy} {batch}"] = (
+                        lambda m=model, x=x, y=y: float(np.ravel(m.train_on_batch(x, y))[0]))
+                continue
+            model = build(policy, training=False)
+            if backend == "tensorflow":
+                import tensorflow as tf
+
+                for mode in modes:
+                    call = tf.function(lambda x, m=model: m(x, training=False),
+                                       jit_compile=mode == "xla")
+                    fns[f"{mode} {policy} {batch}"] = lambda c=call, x=x: _first_output(c(x))
+            else:
+                fns[f"jit {policy} {batch}"] = (
+                    lambda m=model, x=x: _first_output(m.predict_on_batch(x)))
+    return fns
+
+
+def _first_output(outputs):
+    """The sequence output as numpy, from a dict, list or tensor of any library."""
+    import numpy as np
+
+    if isinstance(outputs, dict):
+        key = next(k for k in ("sequence_output", "last_hidden_state") if k in outputs)
+        outputs = outputs[key]
+    elif isinstance(outputs, (list, tuple)):
+        outputs = outputs[0]
+    if hasattr(outputs, "detach"):
+        outputs = outputs.detach()
+    return np.asarray(outputs, dtype="float32")
+
+
+def _torch_inputs(family, data):
+    import torch
+
+    if family == "vit":
+        return {"pixel_values": torch.from_numpy(data["images"].transpose(0, 3, 1, 2).copy())}
+    inputs = {"input_ids": torch.from_numpy(data["token_ids"].astype("int64")),
+              "attention_mask": torch.from_numpy(data["padding_mask"].astype("int64"))}
+    if family == "bert":
+        inputs["token_type_ids"] = torch.from_numpy(data["segment_ids"].astype("int64"))
+    return inputs
+
+
+def _transformers_contenders(spec):
+    """Eager torch (transformers' default) for forward and training; also writes the ONNX files."""
+    import numpy as np
+    import torch
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    folder = os.path.join(spec["root"], spec["family"])
+    hf = os.path.join(folder, "hf")
+    fns = {}
+    for batch in spec["batches"]:
+        data = dict(np.load(os.path.join(folder, f"inputs_{batch}.npz")))
+        labels = torch.from_numpy(data.pop("labels").astype("int64"))
+        inputs = _torch_inputs(spec["family"], data)
+        if spec["kind"] == "train":
+            # The tanh GELU, as keras-hub and zoo in the fine-tuning step (see _keras_contenders).
+            model = transformers.BertForSequenceClassification.from_pretrained(
+                hf, num_labels=2, hidden_act="gelu_pytorch_tanh")
+            model.train()
+            optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=0.01,
+                                          eps=1e-7)  # Keras's default, as the others
+
+            def step(model=model, optimizer=optimizer, inputs=inputs, labels=labels):
+                loss = model(**inputs, labels=labels).loss
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                return float(loss)
+
+            fns[f"eager float32 {batch}"] = step
+            continue
+        kwargs = {"add_pooling_layer": False} if spec["family"] != "gpt1" else {}
+        model = getattr(transformers, FAMILIES[spec["family"]][2]).from_pretrained(hf, **kwargs)
+        model.eval()
+
+        def forward(model=model, inputs=inputs):
+            with torch.inference_mode():
+                return _first_output(model(**inputs).last_hidden_state)
+
+        fns[f"eager float32 {batch}"] = forward
+        onnx_path = os.path.join(folder, f"model_{batch}.onnx")
+        if not os.path.exists(onnx_path):
+            import warnings
+
+            with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):
+                warnings.simplefilter("ignore")
+                torch.onnx.export(model, (), onnx_path, kwargs=inputs, dynamo=True,
+                                  input_names=list(inputs), output_names=["last_hidden_state"])
+    return fns
+
+
+def _onnxruntime_contenders(spec):
+    import numpy as np
+    import onnxruntime
+
+    folder = os.path.join(spec["root"], spec["family"])
+    fns = {}
+    for batch in spec["batches"]:
+        data = dict(np.load(os.path.join(folder, f"inputs_{batch}.npz")))
+        data.pop("labels")
+        inputs = {k: v.numpy() for k, v in _torch_inputs(spec["family"], data).items()}
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        session = onnxruntime.InferenceSession(os.path.join(folder, f"model_{batch}.onnx"),
+                                               options, providers=["CPUExecutionProvider"])
+        names = {i.name for i in session.get_inputs()}
+        feed = {k: v for k, v in inputs.items() if k in names}
+        fns[f"session float32 {batch}"] = (
+            lambda s=session, f=feed: np.asarray(s.run(["last_hidden_state"], f)[0]))
+    return fns

@@ -1,0 +1,39 @@
+"""`zoo benchmark finetune`: one BERT-base fine-tuning step per library and backend."""
+
+from tools.benchmark.common import _best, _split, _target
+from tools.benchmark.workers import _time_family
+
+
+def section_finetune(args, progress=print):
+    """One BERT-base fine-tuning step (forward, backward, AdamW) per library and backend."""
+    batch_size = args.batch_size or 8
+    lines = [
+        "## Fine-tuning step: BERT-base classifier, zoo vs keras-hub and transformers", "",
+        f"Command: `zoo benchmark finetune --repeats {args.repeats}` (batch "
+        f"{batch_size} x {args.sequence_length} tokens, the same weights and inputs as "
+        "the forward benchmark, each library's own sequence classifier on the pooled output "
+        "with dropout 0.1, AdamW lr 2e-5 and weight decay 0.01, no metric; all three compute "
+        "the tanh GELU, the only one keras-hub's BERT has; Keras: `train_on_batch`, "
+        "TensorFlow without and with XLA, JAX jit; transformers: "
+        "`BertForSequenceClassification` with `torch.optim.AdamW`, eager). Loss: the last "
+        "step's loss, a sanity check (the heads start from different random weights).", "",
+        "| library | backend | mode | steps/s | examples/s | s per step | loss |",
+        "| --- | --- | --- | --- | --- | --- | --- |"]
+    results = _time_family(args.root, "bert", "train", [batch_size], args.sequence_length,
+                           args.backends, False, args.repeats, progress)
+    for (label, name), (seconds, loss) in sorted(results.items(), key=lambda kv: kv[1][0]):
+        library, _, backend = label.partition(" ")
+        mode, _, batch = _split(name)
+        lines.append(f"| {library} | {backend or 'torch'} | {mode} | {1 / seconds:.3f} "
+                     f"| {batch / seconds:.2f} | {seconds:.2f} | {loss:.3f} |")
+    lines.append("")
+    summary = []
+    for backend in args.backends:
+        ours = _best(results, f"zoo {backend}", batch_size)[0]
+        hub = _best(results, f"keras-hub {backend}", batch_size)[0]
+        summary.append((f"fine-tuning step vs keras-hub {backend}",
+                        _target(hub / ours, 1.1 if backend == "tensorflow" else None)))
+    ours = min(_best(results, f"zoo {b}", batch_size)[0] for b in args.backends)
+    summary.append(("fine-tuning step vs transformers (torch)",
+                    _target(_best(results, "transformers", batch_size)[0] / ours)))
+    return lines, summary

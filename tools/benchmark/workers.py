@@ -1,0 +1,166 @@
+"""The worker processes of `models` and `finetune`, and the alternated timing across them.
+
+Each contender (a library on a backend) runs in its own interpreter, as a server would: in one
+process, TensorFlow's spinning thread pools slowed torch 3x (see serving.py). The parent starts
+the workers, then asks them in turn for one timed call each, so a drift in machine load falls
+on all of them alike; between two calls it sleeps briefly so that the previous worker's thread
+pools stop spinning. All workers load the same weights and inputs, and the outputs are compared
+before anything is timed.
+"""
+
+import contextlib
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+from tools.benchmark.common import FAMILIES
+from tools.benchmark.contenders import (_keras_contenders, _onnxruntime_contenders,
+                                        _transformers_contenders)
+
+_PAUSE = 0.2  # seconds between two timed calls of different workers
+
+
+def worker():
+    """A benchmark worker: builds its contenders, then times one call per request on stdin."""
+    import json
+
+    spec = json.loads(sys.argv[1])
+    replies = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # anything a library prints goes to stderr, not into the replies
+    library = spec["library"]
+    if library in ("zoo", "keras-hub"):
+        fns = _keras_contenders(spec, library)
+    elif library == "transformers":
+        fns = _transformers_contenders(spec)
+    else:
+        fns = _onnxruntime_contenders(spec)
+    last = {}
+    for name, fn in fns.items():  # the first calls trace or compile: not timed
+        last[name] = fn()
+        fn()
+    replies.write(json.dumps({"ready": list(fns)}) + "\n")
+    for line in sys.stdin:
+        request = json.loads(line)
+        fn = fns[request["name"]]
+        if request["op"] == "time":
+            start = time.perf_counter()
+            last[request["name"]] = fn()
+            replies.write(json.dumps({"seconds": time.perf_counter() - start}) + "\n")
+        else:  # "output": a corner of the sequence output, or the loss
+            value = last[request["name"]]
+            if not isinstance(value, float):
+                value = [value[0, :4, :8].tolist(), value[-1, -4:, -8:].tolist()]
+            replies.write(json.dumps({"output": value}) + "\n")
+
+
+class _Worker:
+    """One worker process: `(library, backend)`; its contenders are named "mode policy batch"."""
+
+    def __init__(self, library, backend, spec):
+        import json
+        import subprocess
+
+        self.label = library if backend is None else f"{library} {backend}"
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+        if backend:
+            env["KERAS_BACKEND"] = backend
+        spec = dict(spec, library=library)
+        self.log = tempfile.TemporaryFile("w+")
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "import tools.benchmark.workers as w; w.worker()",
+             json.dumps(spec)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, env=env)
+        self.names = self._reply()["ready"]
+
+    def _reply(self):
+        import json
+
+        line = self.process.stdout.readline()
+        if not line:
+            self.process.wait()
+            self.log.seek(0)
+            killed = " (killed: out of memory?)" if self.process.returncode == -9 else ""
+            raise RuntimeError(f"benchmark worker {self.label} exited with "
+                               f"{self.process.returncode}{killed}:\n{self.log.read()[-4000:]}")
+        return json.loads(line)
+
+    def ask(self, op, name):
+        import json
+
+        try:
+            self.process.stdin.write(json.dumps({"op": op, "name": name}) + "\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            pass  # the worker died: _reply reports its log
+        return self._reply()
+
+    def close(self):
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=60)
+        except Exception:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+def _groups(family, kind, backends, bf16):
+    """Lists of (library, backend, policies, modes) workers that are timed in alternation.
+
+    Forward models are small: every contender of a family runs at once. A training worker
+    holds a model, its gradients and two AdamW slots (about 3.5 GB for BERT-base on
+    TensorFlow), so fine-tuning alternates zoo and keras-hub one backend and mode at a time.
+    """
+    keras_libraries = ["zoo"] + (["keras-hub"] if FAMILIES[family][1] else [])
+    if kind == "train":
+        groups = [[(library, backend, ["float32"], [mode]) for library in keras_libraries]
+                  for backend in backends
+                  for mode in (["graph", "xla"] if backend == "tensorflow" else ["jit"])]
+        return groups + [[("transformers", None, ["float32"], ["eager"])]]
+    policies = ["float32"] + (["mixed_bfloat16"] if bf16 else [])
+    group = [(library, backend, policies + (["bfloat16"] if bf16 and library == "zoo" else []),
+              None) for backend in backends for library in keras_libraries]
+    return [group + [("transformers", None, ["float32"], None),
+                     ("onnxruntime", None, ["float32"], None)]]
+
+
+def _time_family(root, family, kind, batches, length, backends, bf16, repeats, progress):
+    """{(worker label, contender name): (median seconds, check)}.
+
+    The check is, for a forward pass, the largest absolute difference from transformers'
+    output; for a training step, the last loss.
+    """
+    import numpy as np
+
+    results = {}
+    for group in _groups(family, kind, backends, bf16):
+        workers = []
+        try:
+            for library, backend, policies, modes in group:
+                progress(f"  starting {library}{' ' + backend if backend else ''} "
+                         f"{' '.join(modes or [])} ({family}, {kind})")
+                workers.append(_Worker(library, backend, dict(
+                    root=root, family=family, kind=kind, batches=batches, length=length,
+                    policies=policies, modes=modes)))
+            for batch in batches:
+                calls = [(w, n) for w in workers for n in w.names if n.endswith(f" {batch}")]
+                times = {key: [] for key in calls}
+                for _ in range(repeats):
+                    for w, name in calls:
+                        time.sleep(_PAUSE)
+                        times[(w, name)].append(w.ask("time", name)["seconds"])
+                outputs = {(w, n): w.ask("output", n)["output"] for w, n in calls}
+                reference = next((v for (w, n), v in outputs.items()
+                                  if w.label == "transformers"), None)
+                for (w, name), seconds in times.items():
+                    value = outputs[(w, name)]
+                    if kind == "forward":
+                        value = float(np.max(np.abs(np.asarray(value) - np.asarray(reference))))
+                    results[(w.label, name)] = (statistics.median(seconds), value)
+        finally:
+            for w in workers:
+                w.close()
+    return results
