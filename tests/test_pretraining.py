@@ -54,7 +54,7 @@ def test_nsp_balance_and_document_boundaries(max_sequence_length):
 
 
 def test_truncate_pair_trims_b_on_ties():
-    from zoo.data.pretraining import _truncate_pair
+    from zoo.data.pretraining.instances import _truncate_pair
 
     for seed in range(10):
         a, b = [1, 2, 3], [4, 5, 6]
@@ -181,7 +181,7 @@ def test_masks_differ_between_passes_with_global_seed(tmp_path):
 
 
 def test_failed_write_keeps_previous_data(tmp_path, monkeypatch):
-    import zoo.data.pretraining as pretraining
+    import zoo.data.pretraining.instances as pretraining
 
     tokenizer = wordpiece(write_vocab(str(tmp_path)))
     corpus = write_corpus(str(tmp_path / "corpus.txt"), 30)

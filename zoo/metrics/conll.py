@@ -22,7 +22,8 @@ with one more column, the predicted tag, on every token line (`write_predictions
 
 import collections
 
-from zoo.data.readers import ENTITY_TYPES, DataError, Report, _lines
+from zoo.data.readers import ENTITY_TYPES, DataError, Report
+from zoo.data.readers.text import _lines
 from zoo.files import write_text
 
 _TYPES = set(ENTITY_TYPES)

@@ -1,0 +1,63 @@
+"""SQuAD 1.1 and 2.0: the official JSON document, one example per question."""
+
+from zoo.data.readers.errors import DataError
+from zoo.data.readers.text import _checked, _get, _load_json
+
+
+def _read_squad(version, path, report):
+    document = _load_json(path)
+    articles = _get(document, "data", list, path, "the top level")
+
+    def paragraphs():
+        """(location, context, qa) for every question; malformed containers are bad rows."""
+        for a, article in enumerate(articles):
+            try:
+                items = _get(article, "paragraphs", list, path, f"data[{a}]")
+            except DataError as error:
+                report.bad_row(error)
+                continue
+            for p, paragraph in enumerate(items):
+                where = f"data[{a}].paragraphs[{p}]"
+                try:
+                    context = _get(paragraph, "context", str, path, where)
+                    qas = _get(paragraph, "qas", list, path, where)
+                except DataError as error:
+                    report.bad_row(error)
+                    continue
+                for q, qa in enumerate(qas):
+                    yield f"{where}.qas[{q}]", context, qa
+
+    def build(where, context, qa):
+        qa_id = _get(qa, "id", str, path, where)
+        where = f"{where} (id {qa_id!r})"
+        question = _get(qa, "question", str, path, where)
+        answers = _get(qa, "answers", list, path, where)
+        if not context.strip():
+            raise DataError(path, where, "empty context", "a paragraph with text",
+                            repr(context))
+        if version == 2:
+            impossible = _get(qa, "is_impossible", bool, path, where)
+        elif qa.get("is_impossible", False) is not False:
+            raise DataError(path, where, "unanswerable question", "SQuAD 1.1 questions",
+                            "is_impossible: true (a SQuAD 2.0 file? use task squad_v2)")
+        else:
+            impossible = False
+        if impossible and answers:
+            raise DataError(path, where, "answers to an unanswerable question",
+                            "no answers when is_impossible is true", f"{len(answers)} answers")
+        if not impossible and not answers:
+            raise DataError(path, where, "no answers", "at least one answer", "none")
+        checked = []
+        for answer in answers:
+            text = _get(answer, "text", str, path, where)
+            start = _get(answer, "answer_start", int, path, where)
+            # Offsets count characters, not bytes: "24–10" is 5 characters.
+            if not text or start < 0 or context[start:start + len(text)] != text:
+                raise DataError(path, where, "answer_start does not match the answer text",
+                                f"{text!r} at context[{start}:{start + len(text)}]",
+                                repr(context[max(start, 0):max(start, 0) + len(text)]))
+            checked.append({"text": text, "answer_start": start})
+        return {"id": qa_id, "question": question, "context": context, "answers": checked,
+                "is_impossible": impossible}
+
+    yield from _checked(paragraphs(), build, report)

@@ -1,0 +1,128 @@
+"""The text reading every reader shares: numbered UTF-8 lines, JSON, typed fields, columns.
+
+Each failure is a `DataError` naming the file and the line.
+"""
+
+import json
+import os
+
+from zoo.data.readers.errors import DataError
+
+
+def _undecodable(path, line, raw, error, offset):
+    return DataError(path, line, "undecodable bytes", "UTF-8 text",
+                     f"byte 0x{raw[error.start]:02x} at byte offset {offset + error.start}")
+
+
+def _lines(path, report, keep_ends=False):
+    """(line number, text) for each line of a UTF-8 file, streamed.
+
+    Lines split on "\\n" only, so a stray "\\r", form feed or U+2028 inside a field stays in it
+    (str.splitlines would cut the row there). "\\r\\n" endings are accepted and a leading
+    byte-order mark is dropped: GLUE's MRPC files start with one. An undecodable line is a
+    bad row; when it is skipped its text is None, so callers can drop what it belonged to.
+    """
+    offset = 0
+    with open(path, "rb") as file:
+        for number, raw in enumerate(file, 1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                report.bad_row(_undecodable(path, number, raw, error, offset))
+                text = None
+            else:
+                if number == 1 and text.startswith("\ufeff"):
+                    text = text[1:]
+                if not keep_ends:
+                    text = text[:-2] if text.endswith("\r\n") else text.removesuffix("\n")
+            offset += len(raw)
+            yield number, text
+    if offset == 0:
+        raise DataError(path, None, "empty file", "at least one line", "0 bytes")
+
+
+def _load_json(path):
+    """One JSON document (SQuAD, a RACE file); errors carry the line of the problem."""
+    if os.path.getsize(path) == 0:
+        raise DataError(path, None, "empty file", "a JSON document", "0 bytes")
+    try:
+        with open(path, encoding="utf-8-sig") as file:
+            return json.load(file)
+    except UnicodeDecodeError:
+        # The text stream's error position is relative to a buffer; find the real one.
+        offset = 0
+        with open(path, "rb") as file:
+            for number, raw in enumerate(file, 1):
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise _undecodable(path, number, raw, error, offset) from None
+                offset += len(raw)
+        raise
+    except json.JSONDecodeError as error:
+        raise DataError(path, error.lineno, "invalid JSON", "a JSON document",
+                        f"{error.msg} at column {error.colno}") from None
+    except RecursionError:
+        raise DataError(path, None, "invalid JSON", "a JSON document",
+                        "nesting too deep to parse") from None
+
+
+def _json_line(path, number, text):
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DataError(path, number, "invalid JSON", "one JSON object per line",
+                        f"{error.msg} at column {error.colno}") from None
+    except RecursionError:
+        raise DataError(path, number, "invalid JSON", "one JSON object per line",
+                        "nesting too deep to parse") from None
+    if not isinstance(record, dict):
+        raise DataError(path, number, "wrong type", "a JSON object", type(record).__name__)
+    return record
+
+
+_JSON_TYPES = {str: "a string", int: "an integer", bool: "true or false", list: "a list",
+               dict: "an object"}
+
+
+def _get(record, key, kind, path, where):
+    """record[key], checked to be a JSON value of type `kind`."""
+    if not isinstance(record, dict):
+        raise DataError(path, where, "wrong type", "a JSON object", type(record).__name__)
+    if key not in record:
+        raise DataError(path, where, "missing field", f"a field {key!r}",
+                        "fields " + ", ".join(map(repr, record)) if record else "an empty object")
+    value = record[key]
+    # bool is a subclass of int in Python, but `true` is not a JSON integer.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise DataError(path, where, "wrong type", f"{key!r} to be {_JSON_TYPES[kind]}",
+                        f"{json.dumps(value)[:80]}")
+    return value
+
+
+def _checked(rows, build, report):
+    """build(*row) for each row; a DataError is raised, or counted and the row skipped."""
+    for row in rows:
+        try:
+            example = build(*row)
+        except DataError as error:
+            report.bad_row(error)
+            continue
+        if example is not None:
+            yield example
+
+
+def _label(path, number, text, labels):
+    if text not in labels:
+        raise DataError(path, number, "unknown label", "one of " + ", ".join(labels),
+                        repr(text))
+    return text
+
+
+def _columns(path, header, required, optional=()):
+    """Column index by name for a header line; every required name must be there."""
+    missing = [name for name in required if name not in header]
+    if missing:
+        raise DataError(path, 1, "unexpected header", "columns " + ", ".join(required),
+                        "header " + repr("\t".join(header))[:200])
+    return {name: header.index(name) for name in (*required, *optional) if name in header}
