@@ -6,7 +6,10 @@
     model.fit(task.dataset("train"), epochs=3)      # batches of (inputs, labels, weights)
     task.evaluate(model, "dev")                     # {"f1": ..., "accuracy": ...}
 
-The registry is this one dict; a task family is one file plus its lines here.
+The registry is this one dict. Adding a task family touches three files: its own file here
+(tasks/<family>.py, on the shared plumbing of `tasks.base`), its lines in `TASKS`, and an
+experiment YAML (configs/experiments/<family>/<task>.yaml). `tasks.runs` runs an experiment
+end to end (`zoo train`, `zoo evaluate`, `zoo export`) on top of this registry.
 """
 
 from tasks import (classification, image_classification, multiple_choice, pretraining,

@@ -64,6 +64,15 @@ def test_the_import_check_sees_lazy_and_relative_imports(tmp_path, monkeypatch):
         test_imports_run_from_tools_to_tasks_to_zoo()
 
 
+def test_every_module_opens_with_what_it_owns():
+    missing = []
+    for path in _modules():
+        with open(os.path.join(REPO, path), encoding="utf-8") as file:
+            if not ast.get_docstring(ast.parse(file.read(), path)):
+                missing.append(path)
+    assert not missing, "modules without an opening docstring:\n" + "\n".join(missing)
+
+
 def test_no_library_task_or_tool_file_is_over_500_lines():
     long = []
     for path in _modules():
