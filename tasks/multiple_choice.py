@@ -172,9 +172,9 @@ class MultipleChoiceTask(Task):
         loss, weights = with_lm_loss(
             model, {"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
             self.config.train.lm_weight)
+        metrics = {"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
         self.compile_with(model, total_steps, warmup_steps, loss=loss, loss_weights=weights,
-                          metrics={"logits": [
-                              keras.metrics.SparseCategoricalAccuracy(name="accuracy")]})
+                          metrics=metrics)
 
     # --- Evaluation ---
 
