@@ -27,12 +27,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from zoo import config as config_lib
+from tasks.base import Task, inference_model, is_gpt, lm_targets, markdown_table, with_lm_loss
 from zoo import metrics as metrics_lib
 from zoo import training
-from zoo.data import packing, read_examples
+from zoo.data import packing
 from zoo.data.readers import TASKS as READERS
-from zoo.data.samples import LAYOUT
 
 SINGLE_SENTENCE = ("glue/cola", "glue/sst2")
 SIMILARITY = ("glue/mrpc", "glue/qqp", "glue/stsb")  # GPT-1 Table 4 "semantic similarity"
@@ -43,7 +42,7 @@ NAMES = ("glue/cola", "glue/sst2", "glue/mrpc", "glue/qqp", "glue/stsb", "glue/m
          "glue/qnli", "glue/rte", "glue/wnli", "snli", "scitail")
 
 
-class ClassificationTask:
+class ClassificationTask(Task):
     """One GLUE / SNLI / SciTail task: model, datasets, compile, evaluation.
 
     Args:
@@ -64,16 +63,15 @@ class ClassificationTask:
     """
 
     def __init__(self, name, config, check_data=True):
-        self.name, self.config = name, config
+        super().__init__(name, config)
         self.labels = READERS[name].labels  # None: STS-B scores
         self.regression = self.labels is None
-        self.gpt = _is_gpt(config.model.preset)
+        self.gpt = is_gpt(config.model.preset)
         self.tokenizer = training.load_tokenizer(config.model, gpt=self.gpt)
         self.metric_names = metrics_lib.METRICS[name]
         self.main_metric = self.metric_names[0]
         if name in SPLIT_FILES:
             self.main_metric = f"{SPLIT_FILES[name]['dev'][0].split('_')[1]}_{self.main_metric}"
-        self._cache = {}
         if check_data:
             self.examples("train")
             for split in SPLIT_FILES.get(name, {}).get("dev", ("dev",)):
@@ -81,41 +79,23 @@ class ClassificationTask:
 
     # --- Data ---
 
-    def path(self, split):
-        """The official file of `split` under `data.dir` (train.tsv, dev_matched.tsv ...)."""
-        if not self.config.data.dir:
-            raise config_lib.ConfigError(f"data.dir: missing; the directory holding the "
-                                         f"{self.name} files")
-        if split not in LAYOUT[self.name]:
-            raise config_lib.ConfigError(f"{self.name} has no split {split!r}; splits: "
-                                         f"{', '.join(LAYOUT[self.name])}")
-        return os.path.join(self.config.data.dir, os.path.basename(LAYOUT[self.name][split]))
-
-    def examples(self, split, path=None):
-        """The examples of a split (or file) as columns: sentence1, sentence2, label, id."""
-        path = path or self.path(split)
-        if path not in self._cache:
-            examples = read_examples(self.name, path, skip_bad_rows=self.config.data.skip_bad_rows)
-            rows = list(examples)
-            self._cache[path] = {
-                "sentence1": [r["sentence1"] for r in rows],
-                "sentence2": [r.get("sentence2", "") for r in rows],
-                "label": [r["label"] for r in rows],
-                "id": [r["id"] for r in rows],
-                "report": examples.report,
-            }
-        return self._cache[path]
+    def read(self, path):
+        """The examples of a file (train.tsv, dev_matched.tsv ...) as columns: sentence1,
+        sentence2, label, id, report; `examples(split)` reads a split's once."""
+        rows, report = self.read_rows(path)
+        return {
+            "sentence1": [r["sentence1"] for r in rows],
+            "sentence2": [r.get("sentence2", "") for r in rows],
+            "label": [r["label"] for r in rows],
+            "id": [r["id"] for r in rows],
+            "report": report,
+        }
 
     def _label_ids(self, labels):
         if self.regression:
             return np.array([[x if x is not None else 0.0] for x in labels], "float32")
         index = {name: i for i, name in enumerate(self.labels)}
         return np.array([index.get(x, 0) for x in labels], "int32")
-
-    def steps_per_epoch(self):
-        """Optimizer steps in one pass over the training file."""
-        n = len(self.examples("train")["label"])
-        return -(-n // self.config.train.batch_size)
 
     def dataset(self, split, path=None, repeat=False, skip_batches=0, batch_size=None,
                 order=None):
@@ -127,17 +107,10 @@ class ClassificationTask:
         `order` (`training.length_order`).
         """
         columns = self.examples(split, path)
-        n = len(columns["label"])
-        batch_size = batch_size or self.config.train.batch_size
         tensors = (tf.constant(columns["sentence1"]), tf.constant(columns["sentence2"]),
                    tf.constant(self._label_ids(columns["label"])))
-        indices = training.example_order(n, split, self.config.train.seed, batch_size,
-                                         repeat, skip_batches, order)
-        ds = indices.batch(batch_size)
-        encode = training.traced_encoder(self, self._encode)
-        ds = ds.map(lambda i: encode(*(tf.gather(t, i) for t in tensors)),
-                    num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        return ds.prefetch(tf.data.AUTOTUNE)
+        return self.batches(split, tensors, self._encode, repeat, skip_batches, batch_size,
+                            order)
 
     def _inputs(self, sentence1, sentence2, multiple=None):
         """Tokenize and pack a batch of raw sentences into model inputs (TF ops only), padded
@@ -167,11 +140,7 @@ class ClassificationTask:
         y = {"logits": label}
         weights = {"logits": tf.ones(tf.shape(label)[:1])}
         if self.gpt and self.config.train.lm_weight:
-            # Next-token targets: position t predicts token t + 1 (GPT-1 eq. 1 on the input).
-            ids, mask = x["token_ids"], x["padding_mask"]
-            pad = tf.zeros_like(ids[..., :1])
-            y["lm"] = tf.concat([ids[..., 1:], pad], axis=-1)
-            weights["lm"] = tf.cast(tf.concat([mask[..., 1:], pad], axis=-1), tf.float32)
+            y["lm"], weights["lm"] = lm_targets(x)
         return x, y, weights
 
     # --- Model ---
@@ -190,33 +159,23 @@ class ClassificationTask:
             lm=bool(self.config.train.lm_weight))
 
     def compile(self, model, total_steps=None, warmup_steps=None):
-        """Losses, metrics and the AdamW optimizer with its warmup + decay schedule."""
-        train = self.config.train
+        """Cross-entropy (STS-B: squared error) on the logits, + GPT-1's LM loss (section
+        3.2), accuracy (STS-B: MSE), and the AdamW optimizer with its warmup + decay."""
         if self.regression:
-            losses = {"logits": keras.losses.MeanSquaredError()}
+            loss = {"logits": keras.losses.MeanSquaredError()}
             metrics = {"logits": [keras.metrics.MeanSquaredError(name="mse")]}
         else:
-            losses = {"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
+            loss = {"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
             metrics = {"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
-        weights = {"logits": 1.0}
-        if "lm" in model.output:
-            # The mean over real next-token predictions of the batch.
-            losses["lm"] = keras.losses.SparseCategoricalCrossentropy(
-                from_logits=True, reduction="mean_with_sample_weight")
-            weights["lm"] = train.lm_weight
-        optimizer = training.optimizer(train, model, self.steps_per_epoch(), total_steps,
-                                       warmup_steps)
-        model.compile(optimizer=optimizer, loss=losses, loss_weights=weights, metrics=metrics,
-                      jit_compile=train.jit_compile)
+        loss, weights = with_lm_loss(model, loss, self.config.train.lm_weight)
+        self.compile_with(model, total_steps, warmup_steps, loss=loss, loss_weights=weights,
+                          metrics=metrics)
 
     # --- Evaluation ---
 
     def predict(self, model, split="dev", path=None):
         """Predicted labels (names, or floats for STS-B) of a split or file, in file order."""
-        inference = _inference_model(model)
-        order = training.length_order(self, split, path)
-        ds = self.dataset(split, path, order=order).map(lambda x, *_: x)
-        logits = training.in_file_order(inference.predict(ds, verbose=0)["logits"], order)
+        logits = self.predicted_logits(model, split, path)
         if self.regression:
             return [float(v) for v in logits[:, 0]]
         return [self.labels[i] for i in np.argmax(logits, axis=-1)]
@@ -265,7 +224,7 @@ class ClassificationTask:
         """
         from zoo import export
 
-        inference = _inference_model(model)
+        inference = inference_model(model)
         outputs = ("score",) if self.regression else ("probabilities", "label")
         names = tf.constant(self.labels or [""])
 
@@ -295,42 +254,12 @@ class ClassificationTask:
 
     def describe(self, predictions, limit):
         """A markdown table of the first dev examples with gold and predicted labels."""
-        rows = ["| sentence 1 | sentence 2 | gold | predicted |", "|---|---|---|---|"]
-        for columns, predicted in predictions.values():
-            for i in range(min(limit, len(predicted))):
-                cells = [columns["sentence1"][i], columns["sentence2"][i],
-                         columns["label"][i], predicted[i]]
-                rows.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+        rows = []
+        for columns, predicted in predictions.values():  # MNLI: the matched set alone
+            rows = [[columns["sentence1"][i], columns["sentence2"][i], columns["label"][i],
+                     predicted[i]] for i in range(min(limit, len(predicted)))]
             break
-        return "\n".join(rows)
-
-    def phases(self, schedule):
-        """One phase: the whole run on the shuffled train stream."""
-        return [training.Phase(0, schedule.rounds,
-                               lambda skip: self.dataset("train", repeat=True,
-                                                         skip_batches=skip))]
-
-
-def _inference_model(model):
-    """The model without its training-only outputs (GPT-1's LM logits), built once per model.
-
-    The sub-model shares the weights; keeping it on the model keeps Keras from tracing a new
-    predict function at every evaluation.
-    """
-    if set(model.output) == {"logits"}:
-        return model
-    if getattr(model, "_zoo_inference", None) is None:
-        model._zoo_inference = keras.Model(model.input, {"logits": model.output["logits"]})
-    return model._zoo_inference
-
-
-def _is_gpt(preset):
-    from zoo.models.presets import PRESETS
-
-    if preset not in PRESETS:
-        raise config_lib.ConfigError(f"model.preset: unknown preset {preset!r}; known: "
-                                     f"{', '.join(PRESETS)}")
-    return PRESETS[preset][0] == "GPTBackbone"
+        return markdown_table(["sentence 1", "sentence 2", "gold", "predicted"], rows)
 
 
 __all__ = ["ClassificationTask", "NAMES"]

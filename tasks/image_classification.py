@@ -28,6 +28,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tasks.base import Task, markdown_table
 from zoo import config as config_lib
 from zoo import training
 from zoo.data import DataError, read_examples
@@ -42,7 +43,7 @@ SPLIT_FOLDERS = {"train": ("train",), "dev": ("dev", "val", "validation", "test"
                  "test": ("test",)}
 
 
-class ImageClassificationTask:
+class ImageClassificationTask(Task):
     """Image classification (`image_folder`): a ViT with a linear head on the class token.
 
     Args:
@@ -66,9 +67,8 @@ class ImageClassificationTask:
     tokenizer = None  # images need no vocabulary (training.train copies none)
 
     def __init__(self, name, config, check_data=True):
-        self.name, self.config = name, config
+        super().__init__(name, config)
         self.image_size = None  # set by build_model / evaluate from the model
-        self._cache = {}
         self._classes = None
         if check_data:
             self.examples("train")
@@ -96,25 +96,17 @@ class ImageClassificationTask:
             self._classes = read_examples(self.name, self.path("train")).labels
         return self._classes
 
-    def examples(self, split, path=None):
-        """The images of a split (or folder) as columns: path, label (class id), report."""
-        path = path or self.path(split)
-        if path not in self._cache:
-            examples = read_examples(self.name, path, skip_bad_rows=self.config.data.skip_bad_rows)
-            if tuple(examples.labels) != tuple(self.labels):
-                raise DataError(path, None, "class folders differ from the train split's",
-                                f"{list(self.labels)} (as in {self.path('train')})",
-                                list(examples.labels))
-            rows = _decodable(list(examples), examples.report)
-            self._cache[path] = {"path": [r["path"] for r in rows],
-                                 "label": [r["label"] for r in rows],
-                                 "report": examples.report}
-        return self._cache[path]
-
-    def steps_per_epoch(self):
-        """Optimizer steps in one pass over the training images."""
-        n = len(self.examples("train")["label"])
-        return -(-n // self.config.train.batch_size)
+    def read(self, path):
+        """The images of a folder as columns: path, label (class id), report;
+        `examples(split)` reads a split's once."""
+        examples = read_examples(self.name, path, skip_bad_rows=self.config.data.skip_bad_rows)
+        if tuple(examples.labels) != tuple(self.labels):
+            raise DataError(path, None, "class folders differ from the train split's",
+                            f"{list(self.labels)} (as in {self.path('train')})",
+                            list(examples.labels))
+        rows = _decodable(list(examples), examples.report)
+        return {"path": [r["path"] for r in rows], "label": [r["label"] for r in rows],
+                "report": examples.report}
 
     def _size(self):
         if self.image_size is None:
@@ -164,13 +156,10 @@ class ImageClassificationTask:
 
     def compile(self, model, total_steps=None, warmup_steps=None):
         """Cross-entropy on the logits, accuracy, and the optimizer of `train`."""
-        optimizer = training.optimizer(self.config.train, model, self.steps_per_epoch(),
-                                       total_steps, warmup_steps)
-        model.compile(
-            optimizer=optimizer,
+        self.compile_with(
+            model, total_steps, warmup_steps,
             loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
-            metrics={"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]},
-            jit_compile=self.config.train.jit_compile)
+            metrics={"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]})
 
     # --- Serving ---
 
@@ -247,19 +236,11 @@ class ImageClassificationTask:
 
     def describe(self, predictions, limit):
         """A markdown table of the first dev images with gold and predicted classes."""
-        rows = ["| image | gold | predicted |", "|---|---|---|"]
+        rows = []
         for columns, predicted in predictions.values():
-            for i in range(min(limit, len(predicted))):
-                cells = [os.path.basename(columns["path"][i]), self.labels[columns["label"][i]],
-                         predicted[i]]
-                rows.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
-        return "\n".join(rows)
-
-    def phases(self, schedule):
-        """One phase: the whole run on the shuffled train stream."""
-        return [training.Phase(0, schedule.rounds,
-                               lambda skip: self.dataset("train", repeat=True,
-                                                         skip_batches=skip))]
+            rows += [[os.path.basename(columns["path"][i]), self.labels[columns["label"][i]],
+                      predicted[i]] for i in range(min(limit, len(predicted)))]
+        return markdown_table(["image", "gold", "predicted"], rows)
 
 
 def _decodable(rows, report):

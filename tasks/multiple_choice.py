@@ -36,11 +36,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tasks.classification import _inference_model, _is_gpt
+from tasks.base import Task, inference_model, is_gpt, lm_targets, markdown_table, with_lm_loss
 from zoo import config as config_lib
 from zoo import training
-from zoo.data import packing, read_examples
-from zoo.data.samples import LAYOUT
+from zoo.data import packing
 from zoo.metrics import choices as choices_lib
 
 NAMES = ("swag", "race", "story_cloze")
@@ -51,7 +50,7 @@ SPLITS = {"swag": {"train": "train", "dev": "val", "val": "val", "test": "test"}
           "story_cloze": {"train": "val", "dev": "test", "val": "val", "test": "test"}}
 
 
-class MultipleChoiceTask:
+class MultipleChoiceTask(Task):
     """SWAG, RACE or Story Cloze: model, datasets, compile, accuracy.
 
     Args:
@@ -77,54 +76,34 @@ class MultipleChoiceTask:
         if name not in NAMES:
             raise config_lib.ConfigError(f"task: {name!r} is not a multiple-choice task "
                                          f"({', '.join(NAMES)})")
-        self.name, self.config = name, config
+        super().__init__(name, config)
+        self.splits = SPLITS[name]
         self.num_choices = NUM_CHOICES[name]
-        self.gpt = _is_gpt(config.model.preset)
+        self.gpt = is_gpt(config.model.preset)
         self.tokenizer = training.load_tokenizer(config.model, gpt=self.gpt)
-        self._cache = {}
         if check_data:
             self.examples("train")
             self.examples("dev")
 
     # --- Data ---
 
-    def path(self, split):
-        """The official file (RACE: directory) of `split` under `data.dir`."""
-        if not self.config.data.dir:
-            raise config_lib.ConfigError(f"data.dir: missing; the directory holding the "
-                                         f"{self.name} files")
-        if split not in SPLITS[self.name]:
-            raise config_lib.ConfigError(f"{self.name} has no split {split!r}; splits: "
-                                         f"{', '.join(SPLITS[self.name])}")
-        layout = LAYOUT[self.name][SPLITS[self.name][split]]
-        return os.path.join(self.config.data.dir, os.path.basename(layout))
-
-    def examples(self, split, path=None):
-        """The questions of a split (or file) as columns: id, context, question, choices,
-        label (None in unlabelled files)."""
-        path = path or self.path(split)
-        if path not in self._cache:
-            examples = read_examples(self.name, path, skip_bad_rows=self.config.data.skip_bad_rows)
-            rows = list(examples)
-            for row in rows:
-                if len(row["choices"]) != self.num_choices:  # the readers guarantee it
-                    raise ValueError(f"{path}: question {row['id']!r} has "
-                                     f"{len(row['choices'])} choices, expected "
-                                     f"{self.num_choices}")
-            self._cache[path] = {
-                "id": [r["id"] for r in rows],
-                "context": [r["context"] for r in rows],
-                "question": [r.get("question", "") for r in rows],
-                "choices": [r["choices"] for r in rows],
-                "label": [r["label"] for r in rows],
-                "report": examples.report,
-            }
-        return self._cache[path]
-
-    def steps_per_epoch(self):
-        """Optimizer steps in one pass over the training questions."""
-        n = len(self.examples("train")["label"])
-        return -(-n // self.config.train.batch_size)
+    def read(self, path):
+        """The questions of a file (RACE: directory) as columns: id, context, question,
+        choices, label (None in unlabelled files), report; `examples(split)` reads a split's
+        once."""
+        rows, report = self.read_rows(path)
+        for row in rows:
+            if len(row["choices"]) != self.num_choices:  # the readers guarantee it
+                raise ValueError(f"{path}: question {row['id']!r} has "
+                                 f"{len(row['choices'])} choices, expected {self.num_choices}")
+        return {
+            "id": [r["id"] for r in rows],
+            "context": [r["context"] for r in rows],
+            "question": [r.get("question", "") for r in rows],
+            "choices": [r["choices"] for r in rows],
+            "label": [r["label"] for r in rows],
+            "report": report,
+        }
 
     def dataset(self, split, path=None, repeat=False, skip_batches=0, batch_size=None,
                 order=None):
@@ -138,8 +117,6 @@ class MultipleChoiceTask:
         (`training.length_order`).
         """
         columns = self.examples(split, path)
-        n = len(columns["label"])
-        batch_size = batch_size or self.config.train.batch_size
         labels = np.array([x if x is not None else 0 for x in columns["label"]], "int32")
         choices = columns["choices"]
         if not self.gpt:
@@ -147,13 +124,8 @@ class MultipleChoiceTask:
                        for q, options in zip(columns["question"], choices)]
         tensors = (tf.constant(columns["context"]), tf.constant(columns["question"]),
                    tf.constant(choices), tf.constant(labels))
-        indices = training.example_order(n, split, self.config.train.seed, batch_size,
-                                         repeat, skip_batches, order)
-        ds = indices.batch(batch_size)
-        encode = training.traced_encoder(self, self._encode)
-        ds = ds.map(lambda i: encode(*(tf.gather(t, i) for t in tensors)),
-                    num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        return ds.prefetch(tf.data.AUTOTUNE)
+        return self.batches(split, tensors, self._encode, repeat, skip_batches, batch_size,
+                            order)
 
     def _encode(self, context, question, choices, label):
         """Tokenize and pack one batch (TF ops only)."""
@@ -177,12 +149,8 @@ class MultipleChoiceTask:
         x = packing.pack_gpt_multiple_choice(tf.concat([document, asked], axis=1), answers,
                                              length, start, delimiter, extract)
         x = packing.trim_padding(x, self.config.data.pad_to_multiple_of)
-        if self.config.train.lm_weight:
-            # Next-token targets on every choice's sequence: position t predicts token t + 1.
-            ids, mask = x["token_ids"], x["padding_mask"]
-            pad = tf.zeros_like(ids[..., :1])
-            y["lm"] = tf.concat([ids[..., 1:], pad], axis=-1)
-            weights["lm"] = tf.cast(tf.concat([mask[..., 1:], pad], axis=-1), tf.float32)
+        if self.config.train.lm_weight:  # next-token targets on every choice's sequence
+            y["lm"], weights["lm"] = lm_targets(x)
         return x, y, weights
 
     # --- Model ---
@@ -201,27 +169,18 @@ class MultipleChoiceTask:
 
     def compile(self, model, total_steps=None, warmup_steps=None):
         """Softmax cross-entropy over the choices (+ GPT-1's LM loss), AdamW and schedule."""
-        train = self.config.train
-        losses = {"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
+        loss, weights = with_lm_loss(
+            model, {"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
+            self.config.train.lm_weight)
         metrics = {"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
-        weights = {"logits": 1.0}
-        if "lm" in model.output:
-            losses["lm"] = keras.losses.SparseCategoricalCrossentropy(
-                from_logits=True, reduction="mean_with_sample_weight")
-            weights["lm"] = train.lm_weight
-        optimizer = training.optimizer(train, model, self.steps_per_epoch(), total_steps,
-                                       warmup_steps)
-        model.compile(optimizer=optimizer, loss=losses, loss_weights=weights, metrics=metrics,
-                      jit_compile=train.jit_compile)
+        self.compile_with(model, total_steps, warmup_steps, loss=loss, loss_weights=weights,
+                          metrics=metrics)
 
     # --- Evaluation ---
 
     def predict(self, model, split="dev", path=None):
         """The chosen 0-based choice index of every question of a split or file."""
-        inference = _inference_model(model)
-        order = training.length_order(self, split, path)
-        ds = self.dataset(split, path, order=order).map(lambda x, *_: x)
-        logits = training.in_file_order(inference.predict(ds, verbose=0)["logits"], order)
+        logits = self.predicted_logits(model, split, path)
         return [int(i) for i in np.argmax(logits, axis=-1)]
 
     def evaluate(self, model, split="dev", path=None, return_predictions=False):
@@ -287,7 +246,7 @@ class MultipleChoiceTask:
         """
         from zoo import export
 
-        inference = _inference_model(model)
+        inference = inference_model(model)
         n = self.num_choices
 
         def answer(flat, batch, k):
@@ -379,21 +338,13 @@ class MultipleChoiceTask:
 
     def describe(self, predictions, limit):
         """A markdown table of the first questions with gold and predicted answers."""
-        rows = ["| context | question | gold | predicted |", "|---|---|---|---|"]
+        rows = []
         for columns, predicted in predictions.values():
             for i in range(min(limit, len(predicted))):
-                gold = columns["label"][i]
-                cells = [columns["context"][i][:300], columns["question"][i],
-                         "" if gold is None else columns["choices"][i][gold],
-                         columns["choices"][i][predicted[i]]]
-                rows.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
-        return "\n".join(rows)
-
-    def phases(self, schedule):
-        """One phase: the whole run on the shuffled train stream."""
-        return [training.Phase(0, schedule.rounds,
-                               lambda skip: self.dataset("train", repeat=True,
-                                                         skip_batches=skip))]
+                gold, choices = columns["label"][i], columns["choices"][i]
+                rows.append([columns["context"][i][:300], columns["question"][i],
+                             "" if gold is None else choices[gold], choices[predicted[i]]])
+        return markdown_table(["context", "question", "gold", "predicted"], rows)
 
 
 def _sentence_b(question, option):

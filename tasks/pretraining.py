@@ -28,6 +28,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tasks.base import Task, is_gpt
 from zoo import config as config_lib
 from zoo import training
 from zoo.data import causal_lm_dataset, pretraining_dataset
@@ -38,17 +39,13 @@ MASK = "[MASK]"  # what a served masked-LM text marks its blanks with
 TOP_K = 5  # candidates the served masked LM returns per blank
 
 
-class _Pretraining:
-    """What both objectives share: phases over rounds, the optimizer, evaluation."""
+class _Pretraining(Task):
+    """What both objectives share: a corpus under `data.dir` instead of official files,
+    phases over rounds, evaluation on fixed batches."""
 
     def __init__(self, name, config, check_data=True):
-        self.name, self.config = name, config
-        from zoo.models.presets import PRESETS
-
-        if config.model.preset not in PRESETS:
-            raise config_lib.ConfigError(f"model.preset: unknown preset "
-                                         f"{config.model.preset!r}")
-        self.gpt = PRESETS[config.model.preset][0] == "GPTBackbone"
+        super().__init__(name, config)
+        self.gpt = is_gpt(config.model.preset)
         self.tokenizer = training.load_tokenizer(config.model, gpt=False) if not self.gpt \
             else _gpt_tokenizer(config.model)
         if not config.data.dir or not os.path.isdir(config.data.dir):
@@ -74,13 +71,6 @@ class _Pretraining:
         """Training batches at the first phase's length (the `model.fit` entry point)."""
         ds = self.train_dataset(self.lengths()[0], skip_batches)
         return ds if repeat else ds.take(self.steps_per_epoch())
-
-    def compile_with(self, model, losses, metrics, total_steps, warmup_steps):
-        train = self.config.train
-        optimizer = training.optimizer(train, model, self.steps_per_epoch(), total_steps,
-                                       warmup_steps)
-        model.compile(optimizer=optimizer, loss=losses, weighted_metrics=metrics,
-                      jit_compile=train.jit_compile)
 
     def evaluate(self, model, split="dev", path=None, return_predictions=False):
         """Loss and accuracy of each objective on the evaluation batches."""
@@ -243,7 +233,8 @@ class MaskedLMTask(_Pretraining):
         if self.config.model.next_sentence:
             losses["nsp"] = sparse(from_logits=True)
             metrics["nsp"] = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-        self.compile_with(model, losses, metrics, total_steps, warmup_steps)
+        self.compile_with(model, total_steps, warmup_steps, loss=losses,
+                          weighted_metrics=metrics)
 
 
 class CausalLMTask(_Pretraining):
@@ -388,7 +379,8 @@ class CausalLMTask(_Pretraining):
     def compile(self, model, total_steps=None, warmup_steps=None):
         losses = {"lm": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
         metrics = {"lm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
-        self.compile_with(model, losses, metrics, total_steps, warmup_steps)
+        self.compile_with(model, total_steps, warmup_steps, loss=losses,
+                          weighted_metrics=metrics)
 
 
 def _gpt_tokenizer(model_config):

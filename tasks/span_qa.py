@@ -40,10 +40,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tasks.base import Task, markdown_table
+from tasks.spans import best_spans, best_spans_graph, logits_at_full_length
 from zoo import config as config_lib
 from zoo import training
-from zoo.data import DataError, packing, read_examples
-from zoo.data.samples import LAYOUT
+from zoo.data import DataError, packing
 from zoo.data.squad import squad_windows, squad_windows_graph
 from zoo.files import write_text
 from zoo.metrics import squad as squad_metrics
@@ -55,7 +56,7 @@ THRESHOLD_FILE = "null_threshold.json"
 CHUNK = 32  # windows per model call in serving
 
 
-class SpanQATask:
+class SpanQATask(Task):
     """SQuAD v1.1 (`squad_v1`) or v2.0 (`squad_v2`): windows, BERT span head, official scores.
 
     Args:
@@ -78,7 +79,7 @@ class SpanQATask:
     def __init__(self, name, config, check_data=True):
         from zoo.models.presets import PRESETS
 
-        self.name, self.config = name, config
+        super().__init__(name, config)
         self.version = 2 if name == "squad_v2" else 1
         preset = config.model.preset
         if preset not in PRESETS or PRESETS[preset][0] != "BertBackbone":
@@ -87,55 +88,40 @@ class SpanQATask:
         self.tokenizer = training.load_tokenizer(config.model)
         # BERT Tables 2 and 3 report dev F1; for v2.0 the F1 at the tuned threshold.
         self.main_metric = "f1" if self.version == 1 else "best_f1"
-        self._cache = {}
         if check_data:
             self.windows("train")
             self.windows("dev")
 
     # --- Data ---
 
-    def path(self, split):
-        """The official file of `split` under `data.dir` (train-v1.1.json, dev-v2.0.json)."""
-        if not self.config.data.dir:
-            raise config_lib.ConfigError(f"data.dir: missing; the directory holding the "
-                                         f"{self.name} files")
-        if split not in LAYOUT[self.name]:
-            raise config_lib.ConfigError(f"{self.name} has no split {split!r}; splits: "
-                                         f"{', '.join(LAYOUT[self.name])}")
-        return os.path.join(self.config.data.dir, os.path.basename(LAYOUT[self.name][split]))
+    def read(self, path):
+        """(questions, windows, report) of a file (train-v1.1.json, dev-v2.0.json ...)."""
+        data = self.config.data
+        examples, report = self.read_rows(path)
+        try:
+            windows = squad_windows(examples, self.tokenizer, data.sequence_length,
+                                    data.doc_stride, data.max_query_length)
+        except ValueError as error:  # names the example and its id
+            raise DataError(path, None, "cannot cut into windows", "a question whose "
+                            "context and answer fit the tokenizer and window",
+                            str(error)) from None
+        return examples, windows, report
 
     def examples(self, split, path=None):
         """The questions of a split (or file): dicts of `zoo.data.read_examples`."""
-        return self._read(split, path)[0]
+        return super().examples(split, path)[0]
 
     def windows(self, split, path=None):
         """The doc-stride windows of a split (or file), `zoo.data.squad.squad_windows`."""
-        return self._read(split, path)[1]
+        return super().examples(split, path)[1]
 
     def report(self, split, path=None):
         """The reader's `Report` of a split (or file): the bad rows skipped and why."""
-        return self._read(split, path)[2]
+        return super().examples(split, path)[2]
 
-    def _read(self, split, path):
-        path = path or self.path(split)
-        if path not in self._cache:
-            data = self.config.data
-            read = read_examples(self.name, path, skip_bad_rows=data.skip_bad_rows)
-            examples = list(read)
-            try:
-                windows = squad_windows(examples, self.tokenizer, data.sequence_length,
-                                        data.doc_stride, data.max_query_length)
-            except ValueError as error:  # names the example and its id
-                raise DataError(path, None, "cannot cut into windows", "a question whose "
-                                "context and answer fit the tokenizer and window",
-                                str(error)) from None
-            self._cache[path] = (examples, windows, read.report)
-        return self._cache[path]
-
-    def steps_per_epoch(self):
-        """Optimizer steps in one pass over the training windows."""
-        n = len(self.windows("train")["token_ids"])
-        return -(-n // self.config.train.batch_size)
+    def num_examples(self, split):
+        """How many windows `dataset(split)` batches (a question may have several)."""
+        return len(self.windows(split)["token_ids"])
 
     def dataset(self, split, path=None, repeat=False, skip_batches=0, batch_size=None,
                 order=None):
@@ -149,19 +135,15 @@ class SpanQATask:
         or `order` (`training.length_order`, undone by `predict`).
         """
         windows = self.windows(split, path)
-        n = len(windows["token_ids"])
-        batch_size = batch_size or self.config.train.batch_size
-        x = {key: tf.constant(windows[key]) for key in MODEL_INPUTS}
-        y = {key: tf.constant(windows[key]) for key in LABELS}
-        indices = training.example_order(n, split, self.config.train.seed, batch_size,
-                                         repeat, skip_batches, order)
-        multiple = self.config.data.pad_to_multiple_of
-        ds = indices.batch(batch_size).map(
-            lambda i: (packing.trim_padding({k: tf.gather(v, i) for k, v in x.items()},
-                                            multiple),
-                       {k: tf.gather(v, i) for k, v in y.items()}),
-            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        return ds.prefetch(tf.data.AUTOTUNE)
+        tensors = [tf.constant(windows[key]) for key in MODEL_INPUTS + LABELS]
+        return self.batches(split, tensors, self._encode, repeat, skip_batches, batch_size,
+                            order)
+
+    def _encode(self, *columns):
+        """One batch of `(inputs, labels)` from the window columns of MODEL_INPUTS + LABELS."""
+        x = dict(zip(MODEL_INPUTS, columns[:len(MODEL_INPUTS)]))
+        y = dict(zip(LABELS, columns[len(MODEL_INPUTS):]))
+        return packing.trim_padding(x, self.config.data.pad_to_multiple_of), y
 
     # --- Model ---
 
@@ -176,21 +158,18 @@ class SpanQATask:
 
     def compile(self, model, total_steps=None, warmup_steps=None):
         """Mean of the start and end cross-entropies (run_squad.py), AdamW + schedule."""
-        train = self.config.train
         losses = {key: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
                   for key in LABELS}
         metrics = {key: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
                    for key in LABELS}
-        optimizer = training.optimizer(train, model, self.steps_per_epoch(), total_steps,
-                                       warmup_steps)
-        model.compile(optimizer=optimizer, loss=losses, loss_weights={k: 0.5 for k in LABELS},
-                      metrics=metrics, jit_compile=train.jit_compile)
+        self.compile_with(model, total_steps, warmup_steps, loss=losses,
+                          loss_weights={k: 0.5 for k in LABELS}, metrics=metrics)
 
     # --- Evaluation ---
 
     def predict(self, model, split="dev", path=None):
         """{id: (answer text, s_best, s_null)} for the questions of a split or file."""
-        examples, windows, _ = self._read(split, path)
+        examples, windows = self.examples(split, path), self.windows(split, path)
         data = self.config.data
         order = training.length_order(self, split, path)
         starts, ends = [], []
@@ -382,168 +361,14 @@ class SpanQATask:
 
     def describe(self, predictions, limit):
         """A markdown table of the first dev questions with gold and predicted answers."""
-        rows = ["| question | gold | predicted |", "|---|---|---|"]
+        rows = []
         for examples, answers, _ in predictions.values():
             for example in examples[:limit]:
                 gold = " / ".join(dict.fromkeys(a["text"] for a in example["answers"]))
-                cells = [example["question"], gold or "(no answer)",
-                         answers[example["id"]] or "(no answer)"]
-                rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+                rows.append([example["question"], gold or "(no answer)",
+                             answers[example["id"]] or "(no answer)"])
             break
-        return "\n".join(rows)
-
-    def phases(self, schedule):
-        """One phase: the whole run on the shuffled stream of training windows."""
-        return [training.Phase(0, schedule.rounds,
-                               lambda skip: self.dataset("train", repeat=True,
-                                                         skip_batches=skip))]
+        return markdown_table(["question", "gold", "predicted"], rows)
 
 
-def logits_at_full_length(outputs, length, padding_mask=None):
-    """(start, end) float32 logits of a model's outputs, padded back to `length` positions.
-
-    Under dynamic padding (`data.pad_to_multiple_of`) a batch is cut to its longest window.
-    Padding gets no logit: -inf at the positions cut off and, when `padding_mask` is given, at
-    every padding position, so the answers do not depend on where a batch was cut (serving
-    cuts chunks of one question's windows, evaluation batches of many) and a padding position
-    never takes one of the n_best_size candidate places (with full padding, as in
-    run_squad.py, it can, though it is never an answer: it is outside the context). Works on
-    NumPy arrays and TF tensors.
-    """
-    out = []
-    for key in LABELS:
-        value = outputs[key]
-        if isinstance(value, np.ndarray):
-            value = value.astype("float32")
-            if padding_mask is not None:
-                value = np.where(np.asarray(padding_mask) > 0, value, -np.inf)
-            out.append(np.pad(value, [(0, 0), (0, length - value.shape[1])],
-                              constant_values=-np.inf))
-        else:
-            value = tf.cast(value, tf.float32)
-            if padding_mask is not None:
-                value = tf.where(padding_mask > 0, value, -np.inf)
-            out.append(tf.reshape(tf.pad(value, [[0, 0], [0, length - tf.shape(value)[1]]],
-                                         constant_values=-np.inf), [-1, length]))
-    return tuple(out)
-
-
-def best_spans(windows, contexts, start_logits, end_logits, n_best_size=20,
-               max_answer_length=30):
-    """The best answer of each question over all its windows (run_squad.py's post-processing).
-
-    Args:
-        windows: `zoo.data.squad.squad_windows` output (example_index, offsets, context_mask,
-            max_context_mask), windows of one question consecutive.
-        contexts: the context text of each example (indexed by `example_index`).
-        start_logits, end_logits: (windows, seq) logits.
-        n_best_size: start and end candidates per window (the highest logits).
-        max_answer_length: longest answer, in tokens.
-
-    Returns:
-        One (text, s_best, s_null) per example: the best span's text (`context[a:b]` by its
-        tokens' character offsets; "" with s_best 0.0 when no span qualifies, as run_squad.py's
-        "empty" entry), its score start + end, and the smallest [CLS] score over the windows.
-
-    Example:
-        >>> windows = {"example_index": np.array([0]), "offsets": np.array([[[-1, -1],
-        ...     [0, 3], [4, 7]]]), "context_mask": np.array([[False, True, True]]),
-        ...     "max_context_mask": np.array([[False, True, True]])}
-        >>> best_spans(windows, ["Ann did"], np.array([[0.0, 2.0, 1.0]]),
-        ...            np.array([[0.0, 0.5, 3.0]]))
-        [('Ann did', 5.0, 0.0)]
-    """
-    start_logits, end_logits = np.asarray(start_logits), np.asarray(end_logits)
-    best = [("", -np.inf, np.inf) for _ in contexts]
-    for w, example in enumerate(windows["example_index"]):
-        start, end = start_logits[w], end_logits[w]
-        text, score, null = best[example]
-        null = min(null, float(start[0] + end[0]))
-        context, offsets = windows["context_mask"][w], windows["offsets"][w]
-        max_context = windows["max_context_mask"][w]
-        # Stable sorts: among equal logits the earlier position comes first, as in run_squad.py.
-        starts = np.argsort(-start, kind="stable")[:n_best_size]
-        ends = np.argsort(-end, kind="stable")[:n_best_size]
-        for i in starts:
-            if not (context[i] and max_context[i]):
-                continue
-            for j in ends:
-                if not context[j] or j < i or j - i + 1 > max_answer_length:
-                    continue
-                candidate = float(start[i] + end[j])
-                if candidate > score:
-                    text = contexts[example][offsets[i, 0]:offsets[j, 1]]
-                    score = candidate
-        best[example] = (text, score, null)
-    return [(text, score if np.isfinite(score) else 0.0, null) for text, score, null in best]
-
-
-
-def best_spans_graph(windows, start_logits, end_logits, num_examples, n_best_size=20,
-                     max_answer_length=30):
-    """`best_spans` as TensorFlow ops, for serving: the best span of each example.
-
-    Candidates are taken in `best_spans`' order (windows in order, the n_best_size start
-    positions by descending logit then position, the same for ends) and the first one of the
-    highest score wins, as `best_spans`' strict `>` update keeps it.
-
-    Args:
-        windows: `zoo.data.squad.squad_windows_graph` output.
-        start_logits, end_logits: (windows, length) float32.
-        num_examples: scalar, the batch size (examples may have no window).
-        n_best_size, max_answer_length: as in `best_spans`.
-
-    Returns:
-        dict of (num_examples,) tensors: `found` bool (some span qualifies), `score` float32
-        (s_best; 0.0 when none), `null` float32 (s_null, the smallest [CLS] score; +inf
-        without windows), `start_char`, `end_char` int64 (-1 when none).
-    """
-    length = tf.shape(start_logits)[1]
-    k = tf.minimum(n_best_size, length)
-    start_values, starts = tf.math.top_k(start_logits, k)  # ties: lower index first
-    end_values, ends = tf.math.top_k(end_logits, k)
-    context, max_context = windows["context_mask"], windows["max_context_mask"]
-    ok_start = tf.gather(context & max_context, starts, batch_dims=1)  # (windows, k)
-    ok_end = tf.gather(context, ends, batch_dims=1)
-    i, j = starts[:, :, None], ends[:, None, :]
-    valid = ok_start[:, :, None] & ok_end[:, None, :] & (j >= i) & (j - i + 1 <= max_answer_length)
-    score = start_values[:, :, None] + end_values[:, None, :]
-    valid &= ~tf.math.is_nan(score)
-    flat_valid = tf.reshape(valid, [tf.shape(valid)[0], -1])  # (windows, k * k)
-    flat_score = tf.where(flat_valid, tf.reshape(score, tf.shape(flat_valid)), -np.inf)
-    example = windows["example_index"]
-    best = tf.math.unsorted_segment_max(tf.reduce_max(flat_score, axis=1), example, num_examples)
-    found = tf.math.unsorted_segment_max(tf.cast(tf.reduce_any(flat_valid, axis=1), tf.int32),
-                                         example, num_examples) > 0
-    # The first candidate (window, start rank, end rank) reaching the example's best score.
-    width = tf.cast(tf.shape(flat_valid)[1], tf.int64)
-    key = (tf.range(tf.cast(tf.shape(flat_valid)[0], tf.int64))[:, None] * width
-           + tf.range(width)[None, :])
-    hit = flat_valid & (flat_score == tf.gather(best, example)[:, None])
-    key = tf.math.unsorted_segment_min(tf.reduce_min(tf.where(hit, key, tf.int64.max), axis=1),
-                                       example, num_examples)
-    key = tf.where(found, key, 0)
-    window, rank = key // width, key % width
-    k64 = tf.cast(k, tf.int64)
-    offsets = windows["offsets"]
-    # Examples without a span (or batches without windows) read a padding element.
-    at = lambda positions, rank: tf.gather(  # noqa: E731
-        tf.concat([tf.reshape(positions, [-1]), [0]], 0),
-        tf.where(found, window * k64 + rank, tf.size(positions, out_type=tf.int64)))
-    start_pos = tf.cast(at(starts, rank // k64), tf.int64)
-    end_pos = tf.cast(at(ends, rank % k64), tf.int64)
-    safe = tf.where(found, window, 0)
-    windows_n = tf.shape(offsets, out_type=tf.int64)[0]
-    char = lambda pos, side: tf.gather_nd(  # noqa: E731
-        tf.concat([offsets, -tf.ones([1, tf.shape(offsets)[1], 2], tf.int64)], 0),
-        tf.stack([tf.where(found, safe, windows_n), tf.where(found, pos, 0),
-                  tf.fill(tf.shape(pos), tf.cast(side, tf.int64))], axis=1))
-    null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], example,
-                                        num_examples)
-    has_window = tf.math.unsorted_segment_max(tf.ones_like(example), example, num_examples) > 0
-    return {"found": found, "score": tf.where(found, best, 0.0),
-            "null": tf.where(has_window, null, np.inf),
-            "start_char": tf.where(found, char(start_pos, 0), -1),
-            "end_char": tf.where(found, char(end_pos, 1), -1)}
-
-__all__ = ["NAMES", "SpanQATask", "best_spans", "best_spans_graph"]
+__all__ = ["NAMES", "SpanQATask", "best_spans", "best_spans_graph", "logits_at_full_length"]

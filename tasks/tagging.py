@@ -23,18 +23,18 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from zoo import config as config_lib
+from tasks.base import Task, markdown_table
 from zoo import training
-from zoo.data import packing, read_examples
+from zoo.data import packing
 from zoo.data.ner import align_tokens
 from zoo.data.readers import CONLL_TAGS
-from zoo.data.samples import LAYOUT
 from zoo.metrics import conll
 
-SPLITS = {"dev": "valid"}  # the contract's "dev" is CoNLL-2003's valid file
+# The contract's "dev" is CoNLL-2003's valid file.
+SPLITS = {"train": "train", "dev": "valid", "valid": "valid", "test": "test"}
 
 
-class TaggingTask:
+class TaggingTask(Task):
     """CoNLL-2003 NER: model, datasets, compile, entity-level evaluation.
 
     Args:
@@ -52,44 +52,29 @@ class TaggingTask:
         91.2
     """
 
+    splits = SPLITS
+
     def __init__(self, name, config, check_data=True):
-        self.name, self.config = name, config
+        super().__init__(name, config)
         self.labels = CONLL_TAGS
         self.tokenizer = training.load_tokenizer(config.model, gpt=False)
         self.main_metric = "f1"
-        self._cache = {}
         if check_data:
             self.examples("train")
             self.examples("dev")
 
     # --- Data ---
 
-    def path(self, split):
-        """The official file of `split` under `data.dir` (train.txt, valid.txt, test.txt)."""
-        split = SPLITS.get(split, split)
-        if not self.config.data.dir:
-            raise config_lib.ConfigError("data.dir: missing; the directory holding the "
-                                         "CoNLL-2003 files")
-        if split not in LAYOUT[self.name]:
-            raise config_lib.ConfigError(f"{self.name} has no split {split!r}; splits: "
-                                         f"{', '.join(LAYOUT[self.name])}")
-        return os.path.join(self.config.data.dir, os.path.basename(LAYOUT[self.name][split]))
+    def read(self, path):
+        """{"words", "tags" (IOB2), "path", "report"} of a file (train.txt, valid.txt ...);
+        `examples(split)` reads a split's once."""
+        rows, report = self.read_rows(path, convert_to_iob2=True)
+        return {"words": [r["words"] for r in rows], "tags": [r["tags"] for r in rows],
+                "path": path, "report": report}
 
-    def examples(self, split, path=None):
-        """{"words", "tags" (IOB2), "path", "report"} of a split or file."""
-        path = path or self.path(split)
-        if path not in self._cache:
-            examples = read_examples(self.name, path, convert_to_iob2=True,
-                                     skip_bad_rows=self.config.data.skip_bad_rows)
-            rows = list(examples)
-            self._cache[path] = {"words": [r["words"] for r in rows],
-                                 "tags": [r["tags"] for r in rows],
-                                 "path": path, "report": examples.report}
-        return self._cache[path]
-
-    def steps_per_epoch(self):
-        """Optimizer steps in one pass over the training file."""
-        return -(-len(self.examples("train")["words"]) // self.config.train.batch_size)
+    def num_examples(self, split):
+        """How many sentences `dataset(split)` batches."""
+        return len(self.examples(split)["words"])
 
     def dataset(self, split, path=None, repeat=False, skip_batches=0, batch_size=None,
                 with_word_ids=False, order=None):
@@ -102,14 +87,10 @@ class TaggingTask:
         every iteration. Other splits keep file order, or `order` (`training.length_order`).
         """
         columns = self.examples(split, path)
-        n = len(columns["words"])
-        batch_size = batch_size or self.config.train.batch_size
         index = {tag: i for i, tag in enumerate(self.labels)}
         words = tf.ragged.constant(columns["words"], dtype=tf.string, row_splits_dtype=tf.int64)
         tags = tf.ragged.constant([[index[t] for t in s] for s in columns["tags"]],
                                   dtype=tf.int32, row_splits_dtype=tf.int64)
-        indices = training.example_order(n, split, self.config.train.seed, batch_size,
-                                         repeat, skip_batches, order)
         length = self.config.data.sequence_length
 
         def encode_tags(batch_words, batch_tags):
@@ -125,11 +106,8 @@ class TaggingTask:
                                      self.config.data.pad_to_multiple_of)
             return x, {"logits": x.pop("labels")}, {"logits": x.pop("weights")}
 
-        encode = training.traced_encoder(self, encode_tags, with_word_ids)
-        ds = indices.batch(batch_size).map(
-            lambda i: encode(tf.gather(words, i), tf.gather(tags, i)),
-            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        return ds.prefetch(tf.data.AUTOTUNE)
+        return self.batches(split, (words, tags), encode_tags, repeat, skip_batches,
+                            batch_size, order, key=(with_word_ids,))
 
     # --- Model ---
 
@@ -150,14 +128,11 @@ class TaggingTask:
 
     def compile(self, model, total_steps=None, warmup_steps=None):
         """Cross-entropy averaged over words (first sub-tokens), word accuracy, the optimizer."""
-        train = self.config.train
         losses = {"logits": keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, reduction="mean_with_sample_weight")}
         metrics = {"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
-        optimizer = training.optimizer(train, model, self.steps_per_epoch(), total_steps,
-                                       warmup_steps)
-        model.compile(optimizer=optimizer, loss=losses, weighted_metrics=metrics,
-                      jit_compile=train.jit_compile)
+        self.compile_with(model, total_steps, warmup_steps, loss=losses,
+                          weighted_metrics=metrics)
 
     # --- Evaluation ---
 
@@ -291,20 +266,12 @@ class TaggingTask:
 
     def describe(self, predictions, limit):
         """A markdown table of the first sentences: words, gold and predicted tags."""
-        rows = ["| words | gold | predicted |", "|---|---|---|"]
+        rows = []
         for columns, predicted in predictions.values():
-            for i in range(min(limit, len(predicted))):
-                cells = [" ".join(columns["words"][i]), " ".join(columns["tags"][i]),
-                         " ".join(predicted[i])]
-                rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+            rows = [[" ".join(columns["words"][i]), " ".join(columns["tags"][i]),
+                     " ".join(predicted[i])] for i in range(min(limit, len(predicted)))]
             break
-        return "\n".join(rows)
-
-    def phases(self, schedule):
-        """One phase: the whole run on the shuffled train stream."""
-        return [training.Phase(0, schedule.rounds,
-                               lambda skip: self.dataset("train", repeat=True,
-                                                         skip_batches=skip))]
+        return markdown_table(["words", "gold", "predicted"], rows)
 
 
 __all__ = ["TaggingTask"]

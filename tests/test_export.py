@@ -42,10 +42,10 @@ def pipeline(run_dir, split="dev"):
     """The in-process answers of a run on a dev split: columns, probabilities or scores,
     labels — what `zoo evaluate` computes."""
     config, task, model = runs.load_task(str(run_dir))
-    from tasks.classification import _inference_model
+    from tasks.base import inference_model
 
     columns = task.examples(split)
-    logits = _inference_model(model).predict(task.dataset(split).map(lambda x, *_: x),
+    logits = inference_model(model).predict(task.dataset(split).map(lambda x, *_: x),
                                              verbose=0)["logits"].astype("float32")
     labels = task.predict(model, split)
     return columns, logits, labels

@@ -49,7 +49,7 @@ def softmax(logits):
 
 @pytest.mark.parametrize("task_name, style", list(cases()))
 def test_export_equals_the_python_pipeline(sample_data, tmp_path, task_name, style):
-    from tasks.classification import _inference_model
+    from tasks.base import inference_model
 
     root = sample_data["root"]
     run_dir = tmp_path / "run"
@@ -74,7 +74,7 @@ def test_export_equals_the_python_pipeline(sample_data, tmp_path, task_name, sty
     # The Python pipeline on the dev file: `predict`'s batches and model, its logits kept.
     columns = task.examples("dev")
     batches = [x for x, *_ in task.dataset("dev")]
-    inference = _inference_model(model)
+    inference = inference_model(model)
     probabilities = softmax(np.concatenate([inference.predict_on_batch(x)["logits"]
                                             for x in batches]).astype("float64"))
     predicted = probabilities.argmax(-1).tolist()

@@ -573,9 +573,9 @@ def test_dynamic_padding_keeps_the_answers_and_bounds_the_traced_shapes(sample_d
     assert all(w % 4 == 0 and w < 64 for w in widths) and len(widths) >= 2, widths
     assert {int(x["token_ids"].shape[1]) for x, *_ in padded.dataset("dev")} == {64}
     model = padded.build_model()
-    from tasks.classification import _inference_model
+    from tasks.base import inference_model
 
-    logits = [_inference_model(model).predict(t.dataset("dev").map(lambda x, *_: x),
+    logits = [inference_model(model).predict(t.dataset("dev").map(lambda x, *_: x),
                                               verbose=0)["logits"] for t in (padded, bucketed)]
     np.testing.assert_allclose(logits[1], logits[0], atol=1e-5)
     # Shapes, hence XLA compilations (train.jit_compile), are bounded by the buckets: 64 / 4.

@@ -1,0 +1,189 @@
+"""What the task families share: the `Task` base class and the GPT-1 fine-tuning helpers.
+
+A family file (classification.py, span_qa.py, ...) subclasses `Task` and writes out what its
+paper section says: how a file's examples are read (`read`) and packed (`dataset`), the model
+and its head, the losses and metrics of `compile`, prediction, post-processing, the
+predictions files and serving. `Task` holds only the plumbing that is the same everywhere:
+the official file of a split under `data.dir`, each file read once, steps per epoch, batching
+in `zoo.training`'s example order through a traced encoder, the optimizer of `compile`, the
+single training phase and the markdown table of `describe`.
+
+The helpers serve the families that fine-tune GPT-1 as well as BERT (classification, multiple
+choice): `is_gpt`, GPT-1's auxiliary language-model loss and targets (section 3.2) and
+`inference_model`, the model without that training-only output.
+"""
+
+import os
+
+import keras
+import tensorflow as tf
+
+from zoo import config as config_lib
+from zoo import training
+from zoo.data import read_examples
+from zoo.data.samples import LAYOUT
+
+
+class Task:
+    """The plumbing of a task family around its own data, model, losses and metrics.
+
+    A subclass defines `read(path)` (a file's examples, cached by `examples`), `dataset`,
+    `build_model`, `compile` (its losses and metrics, through `compile_with`), `predict`,
+    `evaluate`, `write_predictions`, `describe` and `serving`.
+
+    Args:
+        name: the task name, a key of `tasks.TASKS`.
+        config: a `zoo.config.Experiment`.
+    """
+
+    # Split name -> the `zoo.data.samples.LAYOUT` split whose file it reads; None: the
+    # LAYOUT splits under their own names.
+    splits = None
+
+    def __init__(self, name, config):
+        self.name, self.config = name, config
+        self._cache = {}
+
+    # --- Data ---
+
+    def path(self, split):
+        """The official file (or directory) of `split` under `data.dir`, as LAYOUT names it."""
+        layout = LAYOUT[self.name]
+        splits = self.splits or {s: s for s in layout}
+        if not self.config.data.dir:
+            raise config_lib.ConfigError(f"data.dir: missing; the directory holding the "
+                                         f"{self.name} files")
+        if split not in splits:
+            raise config_lib.ConfigError(f"{self.name} has no split {split!r}; splits: "
+                                         f"{', '.join(splits)}")
+        return os.path.join(self.config.data.dir, os.path.basename(layout[splits[split]]))
+
+    def examples(self, split, path=None):
+        """What `read` returns for a split (or a file), read once."""
+        path = path or self.path(split)
+        if path not in self._cache:
+            self._cache[path] = self.read(path)
+        return self._cache[path]
+
+    def read_rows(self, path, **options):
+        """(rows, report) of a file: `zoo.data.read_examples` with `data.skip_bad_rows`."""
+        examples = read_examples(self.name, path, skip_bad_rows=self.config.data.skip_bad_rows,
+                                 **options)
+        return list(examples), examples.report
+
+    def num_examples(self, split):
+        """How many examples `dataset(split)` batches: one per label of `examples(split)`."""
+        return len(self.examples(split)["label"])
+
+    def steps_per_epoch(self):
+        """Optimizer steps in one pass over the training examples (the last batch short)."""
+        return -(-self.num_examples("train") // self.config.train.batch_size)
+
+    def batches(self, split, tensors, encode, repeat=False, skip_batches=0, batch_size=None,
+                order=None, key=()):
+        """Batches `encode(*(t[indices] for t in tensors))` of a split's examples.
+
+        The order is `training.example_order`'s: the train split shuffled, with `repeat=True`
+        as an endless stream whose order is a pure function of (train.seed, position), so
+        `skip_batches` resumes it exactly, otherwise one pass reshuffled at every iteration;
+        other splits in file order, or `order` (`training.length_order`). `encode` (TF ops)
+        is traced once per task, config and `key` (`training.traced_encoder`).
+        """
+        batch_size = batch_size or self.config.train.batch_size
+        indices = training.example_order(tensors[0].shape[0], split, self.config.train.seed,
+                                         batch_size, repeat, skip_batches, order)
+        encode = training.traced_encoder(self, encode, *key)
+        ds = indices.batch(batch_size).map(
+            lambda i: encode(*(tf.gather(t, i) for t in tensors)),
+            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return ds.prefetch(tf.data.AUTOTUNE)
+
+    # --- Training ---
+
+    def compile_with(self, model, total_steps=None, warmup_steps=None, **compile_args):
+        """`model.compile(**compile_args)` (the family's losses and metrics) with the optimizer
+        of `train`: AdamW or SGD on its warmup + decay schedule (`training.optimizer`)."""
+        train = self.config.train
+        optimizer = training.optimizer(train, model, self.steps_per_epoch(), total_steps,
+                                       warmup_steps)
+        model.compile(optimizer=optimizer, jit_compile=train.jit_compile, **compile_args)
+
+    def phases(self, schedule):
+        """One phase: the whole run on the shuffled train stream."""
+        return [training.Phase(0, schedule.rounds,
+                               lambda skip: self.dataset("train", repeat=True,
+                                                         skip_batches=skip))]
+
+    # --- Evaluation ---
+
+    def predicted_logits(self, model, split="dev", path=None):
+        """The `logits` of `inference_model(model)` on a split or file, in file order (the
+        batches in `data.sort_by_length` order)."""
+        order = training.length_order(self, split, path)
+        ds = self.dataset(split, path, order=order).map(lambda x, *_: x)
+        logits = inference_model(model).predict(ds, verbose=0)["logits"]
+        return training.in_file_order(logits, order)
+
+
+def markdown_table(header, rows):
+    """A markdown table of `rows` (lists of cells, `|` escaped) under `header`, for `describe`.
+
+    Example:
+        >>> print(markdown_table(["a", "b"], [[1, "x|y"]]))
+        | a | b |
+        |---|---|
+        | 1 | x\\|y |
+    """
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+              for cells in rows]
+    return "\n".join(lines)
+
+
+def is_gpt(preset):
+    """Whether `model.preset` is a GPT-1 preset (else a BERT or ViT one); unknown: ConfigError."""
+    from zoo.models.presets import PRESETS
+
+    if preset not in PRESETS:
+        raise config_lib.ConfigError(f"model.preset: unknown preset {preset!r}; known: "
+                                     f"{', '.join(PRESETS)}")
+    return PRESETS[preset][0] == "GPTBackbone"
+
+
+def lm_targets(x):
+    """GPT-1's language-model targets on packed inputs `x` (TF ops): position t predicts token
+    t + 1 (section 3.1, eq. 1), weighted 1 where that token is real, 0 on padding and at the
+    end. Returns (targets, weights), each shaped like `x["token_ids"]`."""
+    ids, mask = x["token_ids"], x["padding_mask"]
+    pad = tf.zeros_like(ids[..., :1])
+    return (tf.concat([ids[..., 1:], pad], axis=-1),
+            tf.cast(tf.concat([mask[..., 1:], pad], axis=-1), tf.float32))
+
+
+def with_lm_loss(model, losses, lm_weight):
+    """`losses` (on "logits", weight 1) plus, when `model` has an "lm" output, GPT-1's
+    auxiliary language-model loss weighted `lm_weight` (section 3.2: L3 = L2 + lambda * L1).
+    The LM loss is the mean over the batch's real next-token predictions.
+
+    Returns:
+        (losses, loss_weights), for `model.compile`.
+    """
+    weights = {"logits": 1.0}
+    if "lm" in model.output:
+        losses = {**losses, "lm": keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="mean_with_sample_weight")}
+        weights["lm"] = lm_weight
+    return losses, weights
+
+
+def inference_model(model):
+    """The model without its training-only outputs (GPT-1's LM logits), built once per model.
+
+    The sub-model shares the weights; keeping it on the model keeps Keras from tracing a new
+    predict function at every evaluation.
+    """
+    if set(model.output) == {"logits"}:
+        return model
+    if getattr(model, "_zoo_inference", None) is None:
+        model._zoo_inference = keras.Model(model.input, {"logits": model.output["logits"]})
+    return model._zoo_inference
