@@ -64,7 +64,7 @@ class ImageClassificationTask(Task):
     """
 
     main_metric = "accuracy"
-    tokenizer = None  # images need no vocabulary (training.train copies none)
+    tokenizer = None  # images need no vocabulary (the fit loop copies none)
 
     def __init__(self, name, config, check_data=True):
         super().__init__(name, config)
