@@ -8,22 +8,38 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 import pytest  # noqa: E402
 
 
-@pytest.fixture(scope="session")
-def sample_data(tmp_path_factory):
-    """The sample datasets plus a WordPiece and a BPE vocabulary learnt on their text.
-
-    Returns a dict: "root" (the samples tree), "wordpiece" and "bpe" (vocabulary folders).
-    """
+def _write_sample_data(base):
     from zoo.data.samples import LAYOUT, write_samples
     from zoo.tokenizers import train_vocabulary
 
-    root = tmp_path_factory.mktemp("training") / "samples"
+    root = base / "samples"
     write_samples(root)
     texts = [str(root / "corpus" / "corpus.txt")] + [
         str(root / LAYOUT[task]["train"]) for task in LAYOUT
         if task.startswith("glue/") or task in ("snli", "scitail")]
     out = {"root": root}
     for kind in ("wordpiece", "bpe"):
-        out[kind] = str(root.parent / kind)
+        out[kind] = str(base / kind)
         train_vocabulary(texts, size=1500, kind=kind, out=out[kind])
     return out
+
+
+@pytest.fixture(scope="session")
+def sample_data(tmp_path_factory, worker_id):
+    """The sample datasets plus a WordPiece and a BPE vocabulary learnt on their text.
+
+    Returns a dict: "root" (the samples tree), "wordpiece" and "bpe" (vocabulary folders).
+    Under pytest-xdist the workers share one copy, written by the first to ask (the
+    pytest-xdist docs' FileLock recipe); tests only read it.
+    """
+    if worker_id == "master":
+        return _write_sample_data(tmp_path_factory.mktemp("training"))
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp().parent / "sample_data"
+    with FileLock(str(base) + ".lock"):
+        if not (base / "done").exists():
+            _write_sample_data(base)
+            (base / "done").touch()
+    return {"root": base / "samples", "wordpiece": str(base / "wordpiece"),
+            "bpe": str(base / "bpe")}

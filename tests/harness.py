@@ -58,18 +58,21 @@ def forward_saved_model(model_path, inputs_path):
 
 
 # Runs in a fresh interpreter: imports only tensorflow and tensorflow_text (what TF Serving has),
-# loads a SavedModel and calls one signature per request; an op error is returned, not raised.
+# loads each SavedModel once and calls one signature per request; an op error is returned, not
+# raised.
 _SERVE = """
 import pickle, sys
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
-path, requests_path, out_path = sys.argv[1:]
+requests_path, out_path = sys.argv[1:]
 with open(requests_path, "rb") as f:
     requests = pickle.load(f)
-model = tf.saved_model.load(path)
+models = {}
 results = []
-for signature, inputs in requests:
-    function = model.signatures[signature]
+for path, signature, inputs in requests:
+    if path not in models:
+        models[path] = tf.saved_model.load(path)
+    function = models[path].signatures[signature]
     specs = function.structured_input_signature[1]
     try:
         outputs = function(**{k: tf.constant(v, specs[k].dtype) for k, v in inputs.items()})
@@ -87,7 +90,9 @@ def serve_fresh(saved_model, requests, signature="serving_default", timeout=600)
 
     Args:
         saved_model: an export version directory.
-        requests: a list of {input name: array-like}, or of (signature, inputs) pairs.
+        requests: a list of {input name: array-like}, or of (signature, inputs) pairs, or of
+            (saved_model, signature, inputs) triples for other exports served by the same
+            process (one TensorFlow start-up for all).
         signature: the signature of requests given without one.
 
     Returns:
@@ -96,18 +101,18 @@ def serve_fresh(saved_model, requests, signature="serving_default", timeout=600)
     """
     import pickle
 
-    pairs = [r if isinstance(r, tuple) else (signature, r) for r in requests]
-    pairs = [(s, {k: np.asarray(v, dtype=object if _is_text(v) else None)
-                  for k, v in inputs.items()}) for s, inputs in pairs]
+    triples = [(saved_model, signature, r) if not isinstance(r, tuple) else
+               (saved_model, *r) if len(r) == 2 else r for r in requests]
+    triples = [(str(path), s, {k: np.asarray(v, dtype=object if _is_text(v) else None)
+                               for k, v in inputs.items()}) for path, s, inputs in triples]
     with tempfile.TemporaryDirectory() as tmp:
         requests_path, out = os.path.join(tmp, "in.pkl"), os.path.join(tmp, "out.pkl")
         with open(requests_path, "wb") as f:
-            pickle.dump(pairs, f)
+            pickle.dump(triples, f)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
         env["TF_CPP_MIN_LOG_LEVEL"] = "3"
-        proc = subprocess.run([sys.executable, "-c", _SERVE, str(saved_model), requests_path,
-                               out], cwd=tmp, env=env, capture_output=True, text=True,
-                              timeout=timeout)
+        proc = subprocess.run([sys.executable, "-c", _SERVE, requests_path, out], cwd=tmp,
+                              env=env, capture_output=True, text=True, timeout=timeout)
         assert proc.returncode == 0, f"the serving process crashed:\n{proc.stderr[-4000:]}"
         with open(out, "rb") as f:
             result = pickle.load(f)

@@ -59,17 +59,42 @@ def mrpc_export(sample_data, tmp_path_factory):
     return run_dir, path
 
 
+# Requests to the MRPC export besides the dev set: bad inputs, and what `zoo predict` is given.
+LONG_TEXT = "word " * 20_000  # 100,000 characters: truncated to the sequence length
+BAD_INPUTS = [
+    {"sentence1": [""], "sentence2": [""]},
+    {"sentence1": [LONG_TEXT], "sentence2": ["short"]},
+    {"sentence1": [b"caf\xc3 \xff\xfe"], "sentence2": [b"\x80"]},
+    {"sentence1": np.array([], object), "sentence2": np.array([], object)},
+    {"sentence1": ["a", "b"], "sentence2": ["c"]},
+]
+PREDICT_REQUESTS = [{"sentence1": f"sentence {i}", "sentence2": "the other one"}
+                    for i in range(5)]
+
+
+@pytest.fixture(scope="module")
+def mrpc_served(mrpc_export):
+    """The in-process pipeline on the MRPC dev set, and the export's answers to it, to
+    BAD_INPUTS and to PREDICT_REQUESTS, from one serving process (one TensorFlow start-up)."""
+    run_dir, path = mrpc_export
+    columns, logits, labels = pipeline(run_dir)
+    dev = {"sentence1": columns["sentence1"], "sentence2": columns["sentence2"]}
+    served = serve_fresh(path, [dev, *BAD_INPUTS, {k: [r[k] for r in PREDICT_REQUESTS]
+                                                   for k in PREDICT_REQUESTS[0]}])
+    return {"columns": columns, "logits": logits, "labels": labels, "dev": dev,
+            "served_dev": served[0], "served_bad": served[1:-1], "served_predict": served[-1]}
+
+
 def _softmax(logits):
     e = np.exp(logits - logits.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def test_a_sentence_pair_export_answers_like_the_pipeline(mrpc_export):
-    run_dir, path = mrpc_export
+def test_a_sentence_pair_export_answers_like_the_pipeline(mrpc_export, mrpc_served):
+    _, path = mrpc_export
     assert path.endswith(os.path.join("mrpc", "1"))
-    columns, logits, labels = pipeline(run_dir)
-    [out] = serve_fresh(path, [{"sentence1": columns["sentence1"],
-                                "sentence2": columns["sentence2"]}])
+    columns, logits, labels = (mrpc_served[k] for k in ("columns", "logits", "labels"))
+    out = mrpc_served["served_dev"]
     assert out["label"].tolist() == [label.encode() for label in labels]
     np.testing.assert_allclose(out["probabilities"], _softmax(logits), atol=1e-5)
     assert len(labels) == len(columns["label"]) == out["probabilities"].shape[0] > 50
@@ -179,16 +204,8 @@ def test_a_killed_export_leaves_no_version_and_the_next_one_succeeds(mrpc_export
     assert out["probabilities"].shape == (1, 2)
 
 
-def test_bad_inputs_give_defined_outputs_or_invalid_argument(mrpc_export):
-    _, path = mrpc_export
-    long_text = "word " * 20_000  # 100,000 characters: truncated to the sequence length
-    results = serve_fresh(path, [
-        {"sentence1": [""], "sentence2": [""]},
-        {"sentence1": [long_text], "sentence2": ["short"]},
-        {"sentence1": [b"caf\xc3 \xff\xfe"], "sentence2": [b"\x80"]},
-        {"sentence1": np.array([], object), "sentence2": np.array([], object)},
-        {"sentence1": ["a", "b"], "sentence2": ["c"]},
-    ])
+def test_bad_inputs_give_defined_outputs_or_invalid_argument(mrpc_served):
+    results = mrpc_served["served_bad"]  # the answers to BAD_INPUTS
     for out in results[:3]:
         assert out["probabilities"].shape == (1, 2), out
         np.testing.assert_allclose(out["probabilities"].sum(), 1.0, atol=1e-5)
@@ -197,17 +214,16 @@ def test_bad_inputs_give_defined_outputs_or_invalid_argument(mrpc_export):
     assert "differ in batch size" in results[4]["error"]
 
 
-def test_zoo_predict_reads_json_lines_like_tf_serving_instances(mrpc_export, tmp_path,
-                                                                capsys):
+def test_zoo_predict_reads_json_lines_like_tf_serving_instances(mrpc_export, mrpc_served,
+                                                                tmp_path, capsys):
     _, path = mrpc_export
     base = os.path.dirname(path)
-    requests = [{"sentence1": f"sentence {i}", "sentence2": "the other one"} for i in range(5)]
     lines = tmp_path / "in.jsonl"
-    lines.write_text("".join(json.dumps(r) + "\n" for r in requests) + "\n")
+    lines.write_text("".join(json.dumps(r) + "\n" for r in PREDICT_REQUESTS) + "\n")
     assert cli(["predict", "--saved-model", base, "--input", str(lines), "--batch-size", "2",
                 "--output", str(tmp_path / "out.jsonl")]) == 0
     results = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    [expected] = serve_fresh(path, [{k: [r[k] for r in requests] for k in requests[0]}])
+    expected = mrpc_served["served_predict"]  # the export's own answers to the same requests
     assert [r["label"] for r in results] == [v.decode() for v in expected["label"]]
     np.testing.assert_allclose([r["probabilities"] for r in results],
                                expected["probabilities"], atol=1e-5)
@@ -234,17 +250,24 @@ def test_the_demo_ends_with_an_export_and_a_prediction(mrpc_export, tmp_path, ca
     assert "docker run" in out and "zoo predict --saved-model" in out
 
 
-def test_a_float32_run_exports_as_bfloat16_with_unchanged_answers(mrpc_export, tmp_path):
+def test_a_float32_run_exports_as_bfloat16_with_unchanged_answers(mrpc_export, mrpc_served,
+                                                                  tmp_path):
     run_dir, path = mrpc_export
     base = tmp_path / "bf16"
     assert cli(["export", "--run-dir", str(run_dir), "--out", str(base),
                 "--mixed-precision", "mixed_bfloat16"]) == 0
     metadata = json.loads((base / "1" / export.METADATA).read_text())
     assert metadata["dtype_policy"] == "mixed_bfloat16"
-    columns, _, _ = pipeline(run_dir)
-    inputs = {"sentence1": columns["sentence1"], "sentence2": columns["sentence2"]}
-    [bf16] = serve_fresh(base / "1", [inputs])
-    [fp32] = serve_fresh(path, [inputs])
+    columns, inputs = mrpc_served["columns"], mrpc_served["dev"]
+    # The plain mixed_bfloat16 model of the second half, written first so that one serving
+    # process answers for both exports.
+    _, task, model = runs.load_task(str(run_dir))
+    archive, _ = export.build_archive(task, export.with_dtype_policy(model, "mixed_bfloat16"),
+                                      str(run_dir))
+    archive.write_out(str(tmp_path / "plain"), verbose=False)
+    bf16, plain = serve_fresh(base / "1", [inputs, (tmp_path / "plain", "serving_default",
+                                                    inputs)])
+    fp32 = mrpc_served["served_dev"]
     difference = np.abs(bf16["probabilities"] - fp32["probabilities"]).max()
     assert 0 < difference < 2 ** -5, difference  # computed in bfloat16, to its resolution
     gold = [label.encode() for label in columns["label"]]
@@ -255,11 +278,6 @@ def test_a_float32_run_exports_as_bfloat16_with_unchanged_answers(mrpc_export, t
     # The export stores the dense and embedding weights in bfloat16 (`with_bfloat16_weights`):
     # the served answers are those of the plain mixed_bfloat16 model, bit for bit, and the
     # variables shrink to little more than half (LayerNorms and the tokenizer stay as they are).
-    _, task, model = runs.load_task(str(run_dir))
-    archive, _ = export.build_archive(task, export.with_dtype_policy(model, "mixed_bfloat16"),
-                                      str(run_dir))
-    archive.write_out(str(tmp_path / "plain"), verbose=False)
-    [plain] = serve_fresh(tmp_path / "plain", [inputs])
     np.testing.assert_array_equal(bf16["probabilities"], plain["probabilities"])
     sizes = {name: _size(os.path.join(directory, "variables")) for name, directory in
              (("bf16", base / "1"), ("plain", tmp_path / "plain"), ("fp32", path))}

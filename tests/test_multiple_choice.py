@@ -40,7 +40,10 @@ LENGTH = {("swag", "bert"): 56, ("swag", "gpt1"): 48, ("race", "bert"): 48,
 # RACE: 240 training questions, 15 steps an epoch. Its sample asks what a passage shows (the
 # kind of things someone handled); a question whose answer is copied from the article (the
 # earlier sample) was not learnt from scratch in a CI budget (17-31 % after 60-360 steps).
-EPOCHS = {"swag": 6, "race": 12, "story_cloze": 8}
+# Measured with train.seed 0 / 1: RACE after 8 epochs 50.0 / 46.9 (chance + margin 40.0);
+# Story Cloze after 5 epochs 76.0 / 75.0, below its 77.0, and SWAG after 4 epochs 50.0 (seed
+# 0) for its 49.0, too close: they keep 8 and 6.
+EPOCHS = {"swag": 6, "race": 8, "story_cloze": 8}
 # Accuracy points over chance.
 MARGIN = {"swag": 15.0, "race": 15.0, "story_cloze": 15.0}
 

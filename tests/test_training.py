@@ -146,42 +146,59 @@ def _cosine(step, peak, total, warmup):
     return cosine_reference(peak, total, warmup, step)
 
 
-@pytest.mark.parametrize("schedule, formula", [("linear", _linear), ("cosine", _cosine)])
-def test_tensorboard_serves_the_scheduled_learning_rate_and_the_loss(sample_data, tmp_path,
-                                                                     schedule, formula):
-    run_dir = tmp_path / "run"
-    total, warmup, peak = 12, 4, 1e-3
-    config = config_lib.resolve("bert/glue_mrpc", mrpc(
-        sample_data, f"train.steps={total}", f"train.warmup_steps={warmup}",
-        f"train.schedule={schedule}", "train.log_every=1", "train.eval_every=6"))
-    runs.train(config, str(run_dir))
+TENSORBOARD_RUN = {"total": 12, "warmup": 4, "peak": 1e-3}
+
+
+@pytest.fixture(scope="module")
+def tensorboard_scalars(sample_data, tmp_path_factory):
+    """A run per schedule in one log directory, and the scalars one TensorBoard server
+    serves for each: {schedule: (learning rates, losses, eval F1s)} as (time, step, value)."""
+    root = tmp_path_factory.mktemp("tensorboard")
+    total, warmup, peak = (TENSORBOARD_RUN[k] for k in ("total", "warmup", "peak"))
+    schedules = ("linear", "cosine")
+    for schedule in schedules:
+        config = config_lib.resolve("bert/glue_mrpc", mrpc(
+            sample_data, f"train.steps={total}", f"train.warmup_steps={warmup}",
+            f"train.schedule={schedule}", "train.log_every=1", "train.eval_every=6"))
+        runs.train(config, str(root / schedule))
     port = _free_port()
     server = subprocess.Popen(
         [os.path.join(os.path.dirname(sys.executable), "tensorboard"), "--logdir",
-         str(run_dir), "--host", "127.0.0.1", "--port", str(port), "--reload_interval", "1"],
+         str(root), "--host", "127.0.0.1", "--port", str(port), "--reload_interval", "1"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = {}
     try:
-        def get(path):
-            url = f"http://127.0.0.1:{port}/data/plugin/scalars/scalars?{path}"
+        def get(run, tag):
+            url = f"http://127.0.0.1:{port}/data/plugin/scalars/scalars?run={run}&tag={tag}"
             with urllib.request.urlopen(url, timeout=5) as response:
                 return json.loads(response.read())
 
         deadline = time.monotonic() + 90
-        while True:
-            try:
-                rates = get("run=logs%2Ftrain&tag=learning_rate")
-                losses = get("run=logs%2Ftrain&tag=loss")
-                evals = get("run=logs%2Feval&tag=f1")
-                if len(rates) == total and len(evals) == 2:
-                    break
-            except OSError:
-                pass
+        while len(out) < len(schedules):
+            for schedule in schedules:
+                try:
+                    rates = get(f"{schedule}%2Flogs%2Ftrain", "learning_rate")
+                    losses = get(f"{schedule}%2Flogs%2Ftrain", "loss")
+                    evals = get(f"{schedule}%2Flogs%2Feval", "f1")
+                    if len(rates) == total and len(evals) == 2:
+                        out[schedule] = (rates, losses, evals)
+                except OSError:
+                    pass
             if time.monotonic() > deadline:
                 raise AssertionError("TensorBoard did not serve the scalars within 90 s")
-            time.sleep(1)
+            if len(out) < len(schedules):
+                time.sleep(1)
     finally:
         server.kill()
         server.wait()
+    return out
+
+
+@pytest.mark.parametrize("schedule, formula", [("linear", _linear), ("cosine", _cosine)])
+def test_tensorboard_serves_the_scheduled_learning_rate_and_the_loss(tensorboard_scalars,
+                                                                     schedule, formula):
+    total, warmup, peak = (TENSORBOARD_RUN[k] for k in ("total", "warmup", "peak"))
+    rates, losses, evals = tensorboard_scalars[schedule]
     # Step s (1-based, after s updates) was taken with the rate of optimizer iteration s - 1.
     for _, step, value in rates:
         assert value == pytest.approx(formula(step - 1, peak, total, warmup), rel=1e-5, abs=1e-9)
