@@ -139,10 +139,22 @@ def test_a_mixed_precision_run_exports_with_its_policy(sample_data, tmp_path):
     assert saved_model_signatures(path)["serving_default"][0] == {"sentence1"}
 
 
-def _on_backend(backend, *args):
+# `zoo COMMAND...` for each command in turn, in one process (one start-up of the backend);
+# the exit code is the first non-zero one.
+_ZOO_COMMANDS = """
+import json, sys
+from tools.main import main
+for command in json.loads(sys.argv[1]):
+    code = main(command)
+    if code:
+        sys.exit(code)
+"""
+
+
+def _on_backend(backend, *commands):
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
-    proc = subprocess.run([sys.executable, "-m", "tools.main", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([sys.executable, "-c", _ZOO_COMMANDS, json.dumps(commands)],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     return proc.stdout
 
@@ -158,8 +170,8 @@ def test_a_run_trained_on_another_backend_exports_and_answers_like_its_evaluatio
     args = ["train", "--experiment", "bert/glue_mrpc", "--run-dir", str(run_dir)]
     for value in mrpc(sample_data, "train.steps=8", "train.eval_every=8"):
         args += ["--set", value]
-    _on_backend(backend, *args)
-    _on_backend(backend, "evaluate", "--run-dir", str(run_dir))  # its own predictions
+    # Trained, then evaluated (its own predictions) from the run directory, in one process.
+    _on_backend(backend, args, ["evaluate", "--run-dir", str(run_dir)])
     rows = (run_dir / "predictions" / "dev.tsv").read_text().splitlines()[1:]
     backend_labels = [row.split("\t")[1] for row in rows]
     path = runs.export_run(str(run_dir), str(tmp_path / "exports"), progress=lambda _: None)
