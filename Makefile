@@ -25,7 +25,7 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/zoo demo
 
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q --durations=15
+	$(PY) -m pytest -n 2 --dist loadfile -q --durations=15
 
 clean:
 	rm -rf $(VENV) build *.egg-info

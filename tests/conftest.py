@@ -49,20 +49,3 @@ def sample_data(tmp_path_factory, worker_id):
     return {"root": base / "samples", "wordpiece": str(base / "wordpiece"),
             "bpe": str(base / "bpe")}
 
-
-# The test files by their measured cost under `make test` (seconds summed over their tests, 2
-# workers, three runs of 2026-11-24), dearest first. With --dist loadfile and
-# --no-loadscope-reorder (Makefile) pytest-xdist hands files out in collection order, so the
-# long ones start first and the short ones fill the end, instead of a two-minute file starting
-# last on one worker while the other waits (by default it orders files by their test count).
-SLOWEST_FIRST = ["test_benchmark", "test_training", "test_export", "test_multiple_choice",
-                 "test_tasks", "test_multi_worker", "test_ner", "test_backbones",
-                 "test_span_qa", "test_jax_distribution", "test_export_mc", "test_convert",
-                 "test_export_squad", "test_tokenizers", "test_dynamic_padding",
-                 "test_export_lm", "test_gpt_transfer", "test_readme", "test_export_ner",
-                 "test_images"]
-
-
-def pytest_collection_modifyitems(items):
-    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))  # stable: files keep order
