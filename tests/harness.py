@@ -66,7 +66,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401
 requests_path, out_path = sys.argv[1:]
 with open(requests_path, "rb") as f:
-    requests = pickle.load(f)
+    requests, show = pickle.load(f)
 models = {}
 results = []
 for path, signature, inputs in requests:
@@ -79,13 +79,26 @@ for path, signature, inputs in requests:
         results.append({k: v.numpy() for k, v in outputs.items()})
     except tf.errors.OpError as error:
         results.append({"error": type(error).__name__ + ": " + error.message})
+shown = {}
+for path in show:  # `saved_model_cli show --dir PATH --all`: the console script's own main()
+    import contextlib, io
+    from tensorflow.python.tools import saved_model_cli
+    sys.argv, buffer = ["saved_model_cli", "show", "--dir", path, "--all"], io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        try:
+            saved_model_cli.main()
+        except SystemExit as exit:  # absl's app.run ends with sys.exit
+            assert not exit.code, f"saved_model_cli show --dir {path} exited with {exit.code}"
+    shown[path] = buffer.getvalue()
 leaked = sorted(m for m in sys.modules if m.split(".")[0] in ("zoo", "tasks", "tools", "tests"))
 with open(out_path, "wb") as f:
-    pickle.dump({"results": results, "leaked": leaked}, f)
+    pickle.dump({"results": results, "shown": shown, "leaked": leaked}, f)
 """
+# `saved_model_cli show --all` output of the exports a serving process was asked to show.
+_SHOWN = {}
 
 
-def serve_fresh(saved_model, requests, signature="serving_default", timeout=600):
+def serve_fresh(saved_model, requests, signature="serving_default", timeout=600, show=False):
     """Call a SavedModel in a fresh process that imports only tensorflow and tensorflow_text.
 
     Args:
@@ -94,6 +107,10 @@ def serve_fresh(saved_model, requests, signature="serving_default", timeout=600)
             (saved_model, signature, inputs) triples for other exports served by the same
             process (one TensorFlow start-up for all).
         signature: the signature of requests given without one.
+        show: also run `saved_model_cli show --dir saved_model --all` in that process (after
+            the requests), through the `saved_model_cli` console script's own entry point;
+            `saved_model_signatures(saved_model)` then reads its output instead of starting
+            a process of its own (another TensorFlow start-up, ~3 s).
 
     Returns:
         One {output name: numpy array} per request, or {"error": "InvalidArgumentError: ..."}
@@ -108,7 +125,7 @@ def serve_fresh(saved_model, requests, signature="serving_default", timeout=600)
     with tempfile.TemporaryDirectory() as tmp:
         requests_path, out = os.path.join(tmp, "in.pkl"), os.path.join(tmp, "out.pkl")
         with open(requests_path, "wb") as f:
-            pickle.dump(triples, f)
+            pickle.dump((triples, [str(saved_model)] if show else []), f)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
         env["TF_CPP_MIN_LOG_LEVEL"] = "3"
         proc = subprocess.run([sys.executable, "-c", _SERVE, requests_path, out], cwd=tmp,
@@ -117,6 +134,7 @@ def serve_fresh(saved_model, requests, signature="serving_default", timeout=600)
         with open(out, "rb") as f:
             result = pickle.load(f)
     assert not result["leaked"], f"the SavedModel imported project code: {result['leaked']}"
+    _SHOWN.update(result["shown"])
     return result["results"]
 
 
@@ -126,16 +144,20 @@ def _is_text(value):
 
 
 def saved_model_signatures(saved_model):
-    """`saved_model_cli show --all` parsed to {signature: (inputs, outputs)} name sets."""
+    """`saved_model_cli show --all` parsed to {signature: (inputs, outputs)} name sets: the
+    output of `serve_fresh(saved_model, ..., show=True)` if it ran, else of the command."""
     import re
 
-    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    proc = subprocess.run([cli, "show", "--dir", str(saved_model), "--all"],
-                          capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    shown = _SHOWN.get(str(saved_model))
+    if shown is None:
+        cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+        proc = subprocess.run([cli, "show", "--dir", str(saved_model), "--all"],
+                              capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        shown = proc.stdout
     signatures = {}
-    for block in re.split(r"\nsignature_def\['", proc.stdout)[1:]:
+    for block in re.split(r"\nsignature_def\['", shown)[1:]:
         name = block.split("'", 1)[0]
         inputs_part, _, outputs_part = block.partition("contains the following output(s):")
         signatures[name] = (set(re.findall(r"inputs\['([^']+)'\]", inputs_part)),

@@ -80,7 +80,7 @@ def mrpc_served(mrpc_export):
     columns, logits, labels = pipeline(run_dir)
     dev = {"sentence1": columns["sentence1"], "sentence2": columns["sentence2"]}
     served = serve_fresh(path, [dev, *BAD_INPUTS, {k: [r[k] for r in PREDICT_REQUESTS]
-                                                   for k in PREDICT_REQUESTS[0]}])
+                                                   for k in PREDICT_REQUESTS[0]}], show=True)
     return {"columns": columns, "logits": logits, "labels": labels, "dev": dev,
             "served_dev": served[0], "served_bad": served[1:-1], "served_predict": served[-1]}
 
@@ -113,7 +113,7 @@ def test_gpt1_similarity_regression_exports_a_score(sample_data, tmp_path):
     path = runs.export_run(str(run_dir), str(tmp_path / "exports"), progress=lambda _: None)
     columns, logits, _ = pipeline(run_dir)
     [out] = serve_fresh(path, [{"sentence1": columns["sentence1"],
-                                "sentence2": columns["sentence2"]}])
+                                "sentence2": columns["sentence2"]}], show=True)
     np.testing.assert_allclose(out["score"], logits[:, 0], atol=1e-5)
     assert saved_model_signatures(path)["serving_default"] == ({"sentence1", "sentence2"},
                                                                {"score"})
@@ -126,7 +126,7 @@ def test_a_mixed_precision_run_exports_with_its_policy(sample_data, tmp_path):
     metadata = json.loads(open(os.path.join(path, export.METADATA)).read())
     assert metadata["dtype_policy"] == "mixed_bfloat16"
     columns, logits, labels = pipeline(run_dir)
-    [out] = serve_fresh(path, [{"sentence1": columns["sentence1"]}])
+    [out] = serve_fresh(path, [{"sentence1": columns["sentence1"]}], show=True)
     assert out["probabilities"].dtype == np.float32
     # The same bfloat16 computation in and out of the SavedModel, in batches of other sizes
     # (other kernels): equal to bfloat16 resolution (8 bits of mantissa, 2^-8 relative).

@@ -45,7 +45,7 @@ def exported(sample_data, tmp_path_factory):
     bad = [[text], [png[:30]], [b""], [b"\xff\xfe\x80"], [png, b"not an image"]]
     served = serve_fresh(path, [
         {"image_bytes": images}, {"image_bytes": jpegs}, ("serving_ids", {"pixels": pixels}),
-        {"image_bytes": np.zeros([0], object)}] + [{"image_bytes": b} for b in bad])
+        {"image_bytes": np.zeros([0], object)}] + [{"image_bytes": b} for b in bad], show=True)
     return task, model, predictions, pixels, path, served
 
 

@@ -47,7 +47,7 @@ def gpt(sample_data, tmp_path_factory):
                                                f"data.dir={sample_data['root'] / 'corpus'}",
                                                "data.sequence_length=32"])
     # One fresh serving process for the module's requests (each process costs seconds).
-    return task, model, path, serve_fresh(path, GPT_REQUESTS + GPT_BAD)
+    return task, model, path, serve_fresh(path, GPT_REQUESTS + GPT_BAD, show=True)
 
 
 COUNTS = [6, 0, 3]
@@ -141,7 +141,7 @@ def bert(sample_data, tmp_path_factory):
     task, model, path = _train("bert/pretrain", tmp, TINY["bert"] + [
         f"model.vocabulary={sample_data['wordpiece']}", f"data.dir={tmp / 'shards'}",
         "data.phases=[]", "data.sequence_length=32"])
-    return task, model, path, serve_fresh(path, MLM_REQUESTS)
+    return task, model, path, serve_fresh(path, MLM_REQUESTS, show=True)
 
 
 TEXTS = ["the [MASK] is good .", "[MASK] film was [MASK] and [MASK]", "no blank here",

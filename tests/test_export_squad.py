@@ -95,7 +95,7 @@ def exports(sample_data, tmp_path_factory):
         ids = {"token_ids": windows["token_ids"][:3], "segment_ids": windows["segment_ids"][:3],
                "padding_mask": windows["padding_mask"][:3]}
         requests.append(("serving_ids", ids))
-        served = serve_fresh(path, requests)
+        served = serve_fresh(path, requests, show=True)
         logits = model.predict(ids, verbose=0)
         # The Python pipeline on the bad inputs it accepts (a context with tokens).
         alone = {case: python_answer(task, model, inputs, tau) for case, inputs in bad_inputs()
