@@ -107,14 +107,20 @@ class _Worker:
         self.log.close()
 
 
-def _groups(family, kind, backends, bf16):
+def _groups(family, kind, backends, bf16, tiny=False):
     """Lists of (library, backend, policies, modes) workers that are timed in alternation.
 
     Forward models are small: every contender of a family runs at once. A training worker
     holds a model, its gradients and two AdamW slots (about 3.5 GB for BERT-base on
-    TensorFlow), so fine-tuning alternates zoo and keras-hub one backend and mode at a time.
+    TensorFlow), so fine-tuning alternates zoo and keras-hub one backend and mode at a time;
+    with --tiny (two-layer models, a few MB) one worker per library and backend holds every
+    mode, which starts two interpreters instead of five for TensorFlow.
     """
     keras_libraries = ["zoo"] + (["keras-hub"] if FAMILIES[family][1] else [])
+    if kind == "train" and tiny:
+        return [[(library, backend, ["float32"], ["graph", "xla"] if backend == "tensorflow"
+                  else ["jit"]) for backend in backends for library in keras_libraries]
+                + [("transformers", None, ["float32"], ["eager"])]]
     if kind == "train":
         groups = [[(library, backend, ["float32"], [mode]) for library in keras_libraries]
                   for backend in backends
@@ -127,7 +133,8 @@ def _groups(family, kind, backends, bf16):
                      ("onnxruntime", None, ["float32"], None)]]
 
 
-def _time_family(root, family, kind, batches, length, backends, bf16, repeats, progress):
+def _time_family(root, family, kind, batches, length, backends, bf16, repeats, progress,
+                 tiny=False):
     """{(worker label, contender name): (median seconds, check)}.
 
     The check is, for a forward pass, the largest absolute difference from transformers'
@@ -136,7 +143,7 @@ def _time_family(root, family, kind, batches, length, backends, bf16, repeats, p
     import numpy as np
 
     results = {}
-    for group in _groups(family, kind, backends, bf16):
+    for group in _groups(family, kind, backends, bf16, tiny):
         workers = []
         try:
             for library, backend, policies, modes in group:
