@@ -1,9 +1,9 @@
 """SQuAD v1.1 / v2.0 export: raw question and context in, the answer out of the SavedModel.
 
-A tiny run per task (tests/test_span_qa.py's settings, shorter windows so that many sample
-contexts span several windows) is exported once; a fresh process that imports only tensorflow
-and tensorflow_text answers the sample dev questions, and the answers must equal the Python
-pipeline's (`SpanQATask.predict`: squad_windows + best_spans, with τ for v2.0) exactly.
+A tiny run per task (tests/test_span_qa.py's settings at TINY's 64 wide, shorter windows so
+that many sample contexts span several windows) is exported once; a fresh process that imports
+only tensorflow and tensorflow_text answers the sample dev questions, and the answers must equal
+the Python pipeline's (`SpanQATask.predict`: squad_windows + best_spans, with τ for v2.0) exactly.
 """
 
 import json
@@ -14,6 +14,7 @@ import pytest
 from tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_span_qa import overrides
+from tests.test_training import TINY
 from zoo import config as config_lib
 
 # 64-token windows every 24 tokens: most sample contexts need two or more windows.
@@ -75,8 +76,8 @@ def exports(sample_data, tmp_path_factory):
         run_dir = tmp_path_factory.mktemp(name) / "run"
         # v2.0 trains, evaluates and serves with dynamic padding (buckets of 16 tokens).
         dynamic = ("data.pad_to_multiple_of=16",) if name == "squad_v2" else ()
-        runs.train(config_lib.resolve(f"bert/{name}", overrides(sample_data, *SETTINGS,
-                                                                    *dynamic)), str(run_dir))
+        runs.train(config_lib.resolve(f"bert/{name}", overrides(
+            sample_data, *SETTINGS, *dynamic, sizes=TINY)), str(run_dir))
         _, task, model = runs.load_task(str(run_dir))
         examples, windows = task.examples("dev"), task.windows("dev")
         spans = task.predict(model, "dev")  # {id: (text, s_best, s_null)}

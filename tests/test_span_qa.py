@@ -26,8 +26,8 @@ from zoo.metrics import squad as squad_metrics
 EPOCHS = 12
 
 
-def overrides(sample_data, *extra):
-    return WIDE["bert"] + [
+def overrides(sample_data, *extra, sizes=WIDE):
+    return sizes["bert"] + [
         f"model.vocabulary={sample_data['wordpiece']}",
         f"data.dir={sample_data['root'] / 'squad'}", "data.sequence_length=96",
         "data.doc_stride=48", "data.max_query_length=24", "train.batch_size=32",
