@@ -404,29 +404,42 @@ def test_tf_data_matches_eager(name, wordpiece, gpt, byte_level):
     assert graph == eager
 
 
-@pytest.mark.parametrize("name", ["wordpiece", "gpt", "byte_level"])
-def test_saved_model_round_trip(name, wordpiece, gpt, byte_level, tmp_path):
-    tokenizer = _pick(name, wordpiece, gpt, byte_level)
-    module = tf.Module()
-    module.tokenizer = tokenizer
-    module.serve = tf.function(lambda texts: tokenizer(texts).to_tensor(-1),
-                               input_signature=[tf.TensorSpec([None], tf.string)])
-    tf.saved_model.save(module, str(tmp_path / "model"))
-    expected = tokenizer(CORPUS).to_tensor(-1).numpy()  # equal to transformers: parity tests
-    # As TF Serving would: a fresh process with only tensorflow and tensorflow_text's ops.
+@pytest.fixture(scope="module")
+def served_ids(wordpiece, gpt, byte_level, tmp_path_factory):
+    """{name: ids of CORPUS} from each tokenizer saved as a SavedModel and loaded as TF Serving
+    would: in a fresh process with only tensorflow and tensorflow_text's ops (one process, one
+    TensorFlow start-up, for the three)."""
+    tmp = tmp_path_factory.mktemp("saved_tokenizers")
+    names = ("wordpiece", "gpt", "byte_level")
+    def servable(tokenizer):
+        module = tf.Module()
+        module.tokenizer = tokenizer
+        module.serve = tf.function(lambda texts: tokenizer(texts).to_tensor(-1),
+                                   input_signature=[tf.TensorSpec([None], tf.string)])
+        return module
+
+    for name in names:
+        tf.saved_model.save(servable(_pick(name, wordpiece, gpt, byte_level)), str(tmp / name))
     script = (
         "import json, sys\n"
         "import numpy as np, tensorflow as tf, tensorflow_text  # noqa: F401 (registers ops)\n"
-        "loaded = tf.saved_model.load(sys.argv[1])\n"
-        "np.save(sys.argv[2], loaded.serve(tf.constant(json.loads(sys.argv[3]))).numpy())\n"
+        "for name in sys.argv[2:]:\n"
+        "    loaded = tf.saved_model.load(name)\n"
+        "    np.save(name + '.npy', loaded.serve(tf.constant(json.loads(sys.argv[1]))).numpy())\n"
         "assert not [m for m in sys.modules if m.split('.')[0] in ('zoo', 'keras_hub')]\n"
     )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path / "model"),
-                           str(tmp_path / "ids.npy"), json.dumps(CORPUS)],
-                          cwd=str(tmp_path), env=env, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", script, json.dumps(CORPUS), *names],
+                          cwd=str(tmp), env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    np.testing.assert_array_equal(np.load(tmp_path / "ids.npy"), expected)
+    return {name: np.load(tmp / f"{name}.npy") for name in names}
+
+
+@pytest.mark.parametrize("name", ["wordpiece", "gpt", "byte_level"])
+def test_saved_model_round_trip(name, wordpiece, gpt, byte_level, served_ids):
+    tokenizer = _pick(name, wordpiece, gpt, byte_level)
+    expected = tokenizer(CORPUS).to_tensor(-1).numpy()  # equal to transformers: parity tests
+    np.testing.assert_array_equal(served_ids[name], expected)
 
 
 @pytest.mark.parametrize("name", ["wordpiece", "gpt", "byte_level"])

@@ -90,7 +90,9 @@ def section_serving(args, progress=print):
         task = tasks.create("glue/sst2", config, check_data=False)
         keras_model = task.build_model()
         commands = {}
-        for policy in ("float32", "mixed_bfloat16"):
+        # `zoo benchmark all --no-bf16` leaves out the bfloat16 export, as it does elsewhere.
+        policies = ["float32"] + (["mixed_bfloat16"] if getattr(args, "bf16", True) else [])
+        for policy in policies:
             # As `zoo export` serves mixed_bfloat16: dense and embedding weights in bfloat16.
             model = keras_model if policy == "float32" else export.with_bfloat16_weights(
                 keras_model)
