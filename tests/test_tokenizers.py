@@ -411,6 +411,7 @@ def served_ids(wordpiece, gpt, byte_level, tmp_path_factory):
     TensorFlow start-up, for the three)."""
     tmp = tmp_path_factory.mktemp("saved_tokenizers")
     names = ("wordpiece", "gpt", "byte_level")
+
     def servable(tokenizer):
         module = tf.Module()
         module.tokenizer = tokenizer

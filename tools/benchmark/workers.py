@@ -114,7 +114,7 @@ def _groups(family, kind, backends, bf16, tiny=False):
     holds a model, its gradients and two AdamW slots (about 3.5 GB for BERT-base on
     TensorFlow), so fine-tuning alternates zoo and keras-hub one backend and mode at a time;
     with --tiny (two-layer models, a few MB) one worker per library and backend holds every
-    mode, which starts two interpreters instead of five for TensorFlow.
+    mode: three interpreters instead of five on TensorFlow, transformers' included.
     """
     keras_libraries = ["zoo"] + (["keras-hub"] if FAMILIES[family][1] else [])
     if kind == "train" and tiny:
