@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from zoo import config as config_lib
 from zoo import training
-from zoo.data import read_examples
+from zoo.data import prefetched, read_examples
 from zoo.data.samples import LAYOUT
 
 
@@ -96,7 +96,7 @@ class Task:
         ds = indices.batch(batch_size).map(
             lambda i: encode(*(tf.gather(t, i) for t in tensors)),
             num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        return ds.prefetch(tf.data.AUTOTUNE)
+        return prefetched(ds)
 
     # --- Training ---
 

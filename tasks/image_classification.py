@@ -31,7 +31,7 @@ import tensorflow as tf
 from tasks.base import Task, markdown_table
 from zoo import config as config_lib
 from zoo import training
-from zoo.data import DataError, read_examples
+from zoo.data import DataError, prefetched, read_examples
 from zoo.data.images import decode_image, load_image
 from zoo.metrics import images as image_metrics
 from zoo.metrics import write_predictions as write_tsv
@@ -138,7 +138,7 @@ class ImageClassificationTask(Task):
                     {"logits": tf.ones([], tf.float32)})
 
         ds = indices.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+        return prefetched(ds.batch(batch_size))
 
     # --- Model ---
 

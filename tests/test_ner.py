@@ -104,7 +104,9 @@ def test_feature_combinations_are_frozen_and_match_numpy(features):
     # A training step moves the BiLSTM and classifier but leaves the encoder as it was.
     before = [v.numpy().copy() for v in backbone.weights]
     head_before = [v.numpy().copy() for v in model.classifier.weights]
-    model.compile(optimizer=keras.optimizers.Adam(1e-2),
+    # Eagerly: tracing the BiLSTM's training step costs seconds, running one step on two
+    # six-token rows milliseconds; what is checked does not depend on the mode.
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), run_eagerly=True,
                   loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)})
     model.train_on_batch(x, {"logits": np.ones_like(ids)})
     assert all(np.array_equal(b, v.numpy()) for b, v in zip(before, backbone.weights))

@@ -354,3 +354,45 @@ def test_causal_lm_blocks(tokenizer):
     assert len(xs) == blocks // 8 * 8
     expected = np.array(stream[:blocks * 17]).reshape(blocks, 17)[:len(xs)]
     assert (xs == expected[:, :-1]).all() and (ys == expected[:, 1:]).all()
+
+
+# === The end of every pipeline ===
+
+
+def test_every_pipeline_prefetches_without_the_autotuning_model(tmp_path):
+    """`zoo.data.prefetched` ends every input pipeline: tf.data's autotuning model off, whose
+    thread can hold an iterator's destruction for up to 60 s (TF 2.21; see its docstring).
+    No other `.prefetch(` in zoo/, tasks/ or tools/, and the pipelines built here carry the
+    option, including through a later `map`."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    calls = []
+    for path in sorted(p for d in ("zoo", "tasks", "tools") for p in (root / d).rglob("*.py")):
+        if path.relative_to(root).as_posix() == "zoo/data/pipeline.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "prefetch"):
+                calls.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert calls == [], f"use zoo.data.prefetched instead of .prefetch at {calls}"
+
+    vocab = str(tmp_path / "vocab.txt")
+    write_vocab(str(tmp_path))
+    tokenizer = wordpiece(vocab)
+    image = tmp_path / "a.png"
+    image.write_bytes(tf.io.encode_png(tf.zeros([4, 4, 3], tf.uint8)).numpy())
+    windows = {key: np.zeros([2, 8], "int32") for key in
+               ("token_ids", "segment_ids", "padding_mask")}
+    windows.update(start_positions=np.zeros([2], "int32"), end_positions=np.zeros([2], "int32"))
+    pipelines = {
+        "squad": squad_dataset(windows, batch_size=2),
+        "ner": ner_dataset([{"words": ["EU"], "tags": ["B-ORG"]}], tokenizer, CONLL_TAGS, 4, 8),
+        "images": image_dataset([{"path": str(image), "label": 0}], 4, 1),
+        "causal_lm": causal_lm_dataset(["the cat sat"] * 8, tokenizer, 4, 2),
+    }
+    for name, ds in pipelines.items():
+        assert ds.options().autotune.enabled is False, name
+        assert ds.map(lambda *x: x).options().autotune.enabled is False, name
+        assert next(iter(ds)) is not None, name

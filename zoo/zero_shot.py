@@ -36,7 +36,7 @@ import tensorflow as tf
 from sklearn import metrics as sklearn_metrics
 
 from zoo import config as config_lib
-from zoo.data import DataError, read_examples
+from zoo.data import DataError, prefetched, read_examples
 from zoo.files import write_text
 
 TASKS = ("glue/sst2", "glue/cola", "race", "story_cloze", "swag")
@@ -116,8 +116,8 @@ class Scorer:
             starts.append(len(context))
         ragged = tf.ragged.constant(sequences, dtype=tf.int32, ragged_rank=1)
         starts = tf.constant(starts, tf.int32)
-        ds = tf.data.Dataset.from_tensor_slices((ragged, starts)).map(_example).padded_batch(
-            self.batch_size).prefetch(tf.data.AUTOTUNE)
+        ds = prefetched(tf.data.Dataset.from_tensor_slices((ragged, starts)).map(_example)
+                        .padded_batch(self.batch_size))
         totals, counts = [], []
         for x, targets, weights in ds.as_numpy_iterator():
             totals.append(self._batch(x, targets, weights))

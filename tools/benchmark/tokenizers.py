@@ -6,6 +6,7 @@ import tempfile
 import time
 
 from tools.benchmark.common import _corpus_lines, _target
+from zoo.data import prefetched
 
 
 def section_tokenizers(args, progress=print):
@@ -33,8 +34,8 @@ def section_tokenizers(args, progress=print):
         theirs = transformers.BertTokenizerFast.from_pretrained(
             vocab, do_lower_case=lowercase, split_special_tokens=True)
     batches = [lines[i:i + batch_size] for i in range(0, len(lines), batch_size)]
-    dataset = tf.data.Dataset.from_tensor_slices(lines).batch(batch_size).map(
-        ours, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+    dataset = prefetched(tf.data.Dataset.from_tensor_slices(lines).batch(batch_size).map(
+        ours, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True))
 
     def run_ours():
         return [ids for ids in dataset]
@@ -63,7 +64,7 @@ def section_tokenizers(args, progress=print):
         f"`zoo data vocab` (`--vocab-size {vocab_size}`, which splits words into about 1.2 "
         "pieces on average, about what BERT's vocabulary does on English). zoo runs "
         f"`WordPieceTokenizer` in a tf.data pipeline (`batch({batch_size}).map(tokenizer, "
-        "num_parallel_calls=AUTOTUNE)`); transformers runs `BertTokenizerFast(batch, "
+        "num_parallel_calls=AUTOTUNE)`, `zoo.data.prefetched`); transformers runs `BertTokenizerFast(batch, "
         "add_special_tokens=False)` with its Rust thread pool. One warm-up pass each, then "
         f"the median of {args.repeats} alternated passes.", "",
         "| vocabulary | tokens | identical ids | zoo tokens/s | transformers tokens/s | ratio |",

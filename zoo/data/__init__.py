@@ -4,6 +4,7 @@ from zoo.data.readers import TASKS, DataError, Examples, read_examples
 from zoo.data.causal_lm import causal_lm_dataset
 from zoo.data.images import image_dataset, load_image
 from zoo.data.ner import AlignmentReport, align_tokens, ner_dataset
+from zoo.data.pipeline import prefetched
 from zoo.data.packing import (pack_bert, pack_gpt_classification, pack_gpt_entailment,
                               pack_bert_multiple_choice, pack_gpt_multiple_choice,
                               pack_gpt_similarity)

@@ -9,6 +9,8 @@ a block gives inputs `block[:-1]` and next-token targets `block[1:]` (transforme
 
 import tensorflow as tf
 
+from zoo.data.pipeline import prefetched
+
 
 def causal_lm_dataset(texts, tokenizer, sequence_length, batch_size, separator_token_id=None,
                       shuffle_buffer=0, seed=None, drop_remainder=True):
@@ -57,4 +59,4 @@ def causal_lm_dataset(texts, tokenizer, sequence_length, batch_size, separator_t
         return x, block[1:]
 
     ds = ds.map(split, num_parallel_calls=tf.data.AUTOTUNE)
-    return ds.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+    return prefetched(ds.batch(batch_size, drop_remainder=drop_remainder))

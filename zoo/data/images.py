@@ -9,6 +9,8 @@ use ImageNet statistics, hence `mean` and `std`. No augmentation here.
 
 import tensorflow as tf
 
+from zoo.data.pipeline import prefetched
+
 VIT_MEAN = (0.5, 0.5, 0.5)
 VIT_STD = (0.5, 0.5, 0.5)
 
@@ -79,4 +81,4 @@ def image_dataset(examples, image_size, batch_size, mean=VIT_MEAN, std=VIT_STD,
         ds = ds.shuffle(shuffle_buffer, seed=seed)
     ds = ds.map(lambda path, label: ({"images": load_image(path, image_size, mean, std)}, label),
                 num_parallel_calls=tf.data.AUTOTUNE)
-    return ds.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+    return prefetched(ds.batch(batch_size, drop_remainder=drop_remainder))

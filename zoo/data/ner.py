@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from zoo.data.packing import pack_bert
+from zoo.data.pipeline import prefetched
 
 logger = logging.getLogger("zoo.data")
 
@@ -170,6 +171,6 @@ def ner_dataset(examples, tokenizer, label_names, batch_size, max_sequence_lengt
         return x, token_tags * tf.cast(aligned["first_token"], tf.int32), weights
 
     ds = ds.ragged_batch(batch_size, drop_remainder=drop_remainder)
-    ds = ds.map(prepare, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    ds = prefetched(ds.map(prepare, num_parallel_calls=tf.data.AUTOTUNE))
     ds.report = report
     return ds

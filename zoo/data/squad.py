@@ -17,6 +17,8 @@ both give the smallest token span covering the answer.
 import numpy as np
 import tensorflow as tf
 
+from zoo.data.pipeline import prefetched
+
 _CHUNK = 1024  # texts per tokenizer call
 
 
@@ -200,7 +202,7 @@ def squad_dataset(windows, batch_size, shuffle_buffer=0, seed=None, drop_remaind
     ds = tf.data.Dataset.from_tensor_slices((x, y))
     if shuffle_buffer:
         ds = ds.shuffle(shuffle_buffer, seed=seed)
-    return ds.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+    return prefetched(ds.batch(batch_size, drop_remainder=drop_remainder))
 
 
 def squad_windows_graph(question_ids, context_ids, context_starts, context_ends,

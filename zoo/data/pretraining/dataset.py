@@ -12,6 +12,7 @@ import os
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from zoo.data.pipeline import prefetched
 from zoo.data.pretraining.instances import METADATA
 
 
@@ -247,4 +248,4 @@ def pretraining_dataset(files, batch_size, max_sequence_length, *, mask_selectio
     # iterator (each epoch of `fit`) yet is reproducible for a given `seed`.
     batch_seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
     ds = tf.data.Dataset.zip((ds, batch_seeds))
-    return ds.map(prepare, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return prefetched(ds.map(prepare, num_parallel_calls=tf.data.AUTOTUNE))
