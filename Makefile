@@ -26,9 +26,10 @@ demo: $(VENV)/.installed
 
 # Three workers on two cores: each runs TensorFlow on one thread (tests/conftest.py), and a third
 # fills the time the others spend starting processes and waiting on them (measured in the
-# closing note of issue #18).
+# closing note of issue #18). Each file runs in one worker (its module fixtures are trained
+# once), the longest files first (tests/conftest.py, LONGEST_FIRST), in that order.
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -n 3 --dist loadfile -q --durations=15
+	$(PY) -m pytest -n 3 --dist loadfile --no-loadscope-reorder -q --durations=15
 
 clean:
 	rm -rf $(VENV) build *.egg-info
