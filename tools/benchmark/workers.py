@@ -134,11 +134,12 @@ def _groups(family, kind, backends, bf16, tiny=False):
 
 
 def _time_family(root, family, kind, batches, length, backends, bf16, repeats, progress,
-                 tiny=False):
+                 tiny=False, libraries=None):
     """{(worker label, contender name): (median seconds, check)}.
 
     The check is, for a forward pass, the largest absolute difference from transformers'
-    output; for a training step, the last loss.
+    output; for a training step, the last loss. `libraries` (default: all) limits the
+    workers started; a forward check needs "transformers" among them.
     """
     import numpy as np
 
@@ -147,6 +148,8 @@ def _time_family(root, family, kind, batches, length, backends, bf16, repeats, p
         workers = []
         try:
             for library, backend, policies, modes in group:
+                if libraries is not None and library not in libraries:
+                    continue
                 progress(f"  starting {library}{' ' + backend if backend else ''} "
                          f"{' '.join(modes or [])} ({family}, {kind})")
                 workers.append(_Worker(library, backend, dict(
