@@ -1,6 +1,7 @@
 """The mechanisms of training with `model.fit`, one concern a module.
 
     run_dir.py          run-directory layout and checks, atomic model files, metrics, backups
+    run_lock.py         one `zoo train` process per run directory (zoo.lock: host and pid)
     starting_points.py  the task's tokenizer and vocabulary files, the backbone to start from
     distribution.py     devices, tf.distribute strategies, the Keras 3.15.1 multi-worker patch
                         (keras-team/keras#20585), TF_CONFIG clusters, JAX distributions

@@ -19,6 +19,7 @@ from zoo import config as config_lib
 from zoo.training import callbacks as callbacks_lib
 from zoo.training import distribution as distribution_lib
 from zoo.training import run_dir as run_dir_lib
+from zoo.training import run_lock
 from zoo.training import starting_points
 
 
@@ -70,9 +71,15 @@ def fit(config, task, run_dir, overwrite=False, shared_backup=None):
     unfinished run; returns the last evaluation's metrics (dict).
 
     `task` is built from `config` (tasks.create) after `distribution.join_cluster`, which
-    gives the `run_dir` and `shared_backup` of this process. The run directory is written
-    only once the model is built and compiled, so a bad config leaves nothing behind.
+    gives the `run_dir` and `shared_backup` of this process. The run directory is locked
+    against a second process (`run_lock`, `--overwrite` included) and written only once the
+    model is built and compiled, so a bad config leaves nothing behind.
     """
+    with run_lock.locked(run_dir):
+        return _fit(config, task, run_dir, overwrite, shared_backup)
+
+
+def _fit(config, task, run_dir, overwrite, shared_backup):
     train_config = config.train
     resuming = run_dir_lib.check_run_dir(config, run_dir, overwrite)
     previous_policy = keras.config.dtype_policy()

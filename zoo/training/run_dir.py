@@ -9,6 +9,7 @@
     run_dir/final.keras      the model after the last step (its presence = run complete)
     run_dir/metrics.json     every evaluation: {"step": ..., metrics ...}, in order
     run_dir/predictions/     what `zoo evaluate` writes, in the format `zoo score` reads
+    run_dir/zoo.lock         host and pid of the `zoo train` writing it, while it runs
 
 Every file is written to a temporary name and renamed.
 """
@@ -23,6 +24,7 @@ import yaml
 
 from zoo import config as config_lib
 from zoo.files import write_text
+from zoo.training.run_lock import LOCK
 
 RUN_FILES = ("config.yaml", "vocabulary", "logs", "backup", "best.keras", "final.keras",
              "metrics.json", "predictions")
@@ -58,7 +60,7 @@ def check_run_dir(config, run_dir, overwrite):
     Writes nothing: an empty or missing directory starts a new run, one with the same
     config.yaml and no final.keras resumes, anything else is refused unless `overwrite`.
     """
-    if overwrite or not os.path.isdir(run_dir) or not os.listdir(run_dir):
+    if overwrite or not os.path.isdir(run_dir) or not _entries(run_dir):
         return False
     config_path = os.path.join(run_dir, "config.yaml")
     if not os.path.isfile(config_path):
@@ -77,10 +79,21 @@ def check_run_dir(config, run_dir, overwrite):
     return True
 
 
+def _entries(run_dir):
+    """What `run_dir` holds besides the lock of the process training it (`run_lock`)."""
+    return [name for name in os.listdir(run_dir) if name != LOCK]
+
+
 def create_run_dir(config, run_dir, overwrite):
-    """Start a new run directory (replacing an old one with `overwrite`): config.yaml first."""
-    if os.path.exists(run_dir) and overwrite:
-        shutil.rmtree(run_dir)
+    """Start a new run directory (replacing an old one with `overwrite`, all but the lock this
+    process holds): config.yaml first."""
+    if os.path.isdir(run_dir) and overwrite:
+        for name in _entries(run_dir):
+            path = os.path.join(run_dir, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
     os.makedirs(run_dir, exist_ok=True)
     write_text(os.path.join(run_dir, "config.yaml"),
                yaml.safe_dump(config_lib.to_dict(config), sort_keys=False))
