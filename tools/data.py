@@ -39,6 +39,9 @@ def register(subparsers):
                           help="passes over the corpus, each with new pair splits")
     pretrain.add_argument("--short-seq-prob", type=float, default=0.1,
                           help="probability of a shorter target length")
+    pretrain.add_argument("--pool-size", type=int, default=None,
+                          help="documents held in memory at once (default 5000); NotNext "
+                               "segments come from the same pool")
     pretrain.set_defaults(func=run_pretrain)
 
     samples = commands.add_parser("samples", help="write small learnable datasets in every format")
@@ -69,13 +72,14 @@ def run_vocab(args):
 
 
 def run_pretrain(args):
-    from zoo.data.pretraining import write_pretraining_data
+    from zoo.data.pretraining import POOL_SIZE, write_pretraining_data
 
     results = write_pretraining_data(args.corpus, vocab=args.vocab, out=args.out,
                                      max_sequence_lengths=args.max_sequence_length,
                                      shards=args.shards, seed=args.seed,
                                      dupe_factor=args.dupe_factor,
-                                     short_seq_prob=args.short_seq_prob)
+                                     short_seq_prob=args.short_seq_prob,
+                                     pool_size=args.pool_size or POOL_SIZE)
     for length, meta in results.items():
         print(f"seq{length}: {meta['num_instances']} sentence pairs from "
               f"{meta['num_documents']} documents, {meta['random_next_fraction']:.1%} random "

@@ -29,9 +29,10 @@ unpadded), `segment_ids` (0 for [CLS] A [SEP], 1 for B [SEP]) and `next_sentence
 
 from zoo.data.pretraining.dataset import (ExactRateItemSelector, StatelessMaskValuesChooser,
                                           mask_tokens, pretraining_dataset)
-from zoo.data.pretraining.instances import (METADATA, create_instances, load_tokenizer,
+from zoo.data.pretraining.instances import (METADATA, POOL_SIZE, create_instances,
+                                            iter_documents, iter_pools, load_tokenizer,
                                             read_documents, write_pretraining_data)
 
-__all__ = ["METADATA", "ExactRateItemSelector", "StatelessMaskValuesChooser", "create_instances",
-           "load_tokenizer", "mask_tokens", "pretraining_dataset", "read_documents",
-           "write_pretraining_data"]
+__all__ = ["METADATA", "POOL_SIZE", "ExactRateItemSelector", "StatelessMaskValuesChooser",
+           "create_instances", "iter_documents", "iter_pools", "load_tokenizer", "mask_tokens",
+           "pretraining_dataset", "read_documents", "write_pretraining_data"]

@@ -1,4 +1,5 @@
-"""Offline pretraining data: documents -> sentence pairs with NSP labels -> TFRecord shards.
+"""Offline pretraining data: a stream of documents -> pools -> sentence pairs with NSP labels
+-> TFRecord shards.
 
 Pair creation follows the original `create_pretraining_data.py` (google-research/bert); the
 shards hold unmasked ids (masking is the input pipeline's, `zoo.data.pretraining.dataset`).
@@ -14,6 +15,9 @@ import tempfile
 import tensorflow as tf
 
 METADATA = "pretraining.json"
+# Documents per pool (`iter_pools`): Wikipedia's run about 3 KB each, so a pool is ~15 MB of
+# text, held as Python lists of ids (~14 bytes per byte of text): ~200 MB.
+POOL_SIZE = 5000
 
 
 def load_tokenizer(vocab):
@@ -38,11 +42,12 @@ def load_tokenizer(vocab):
     return tokenizer
 
 
-def read_documents(corpus_files, tokenizer, batch_size=4096):
-    """Tokenize corpus files into documents: a list of documents, each a list of sentences (ids).
+def iter_documents(corpus_files, tokenizer, batch_size=4096):
+    """Tokenized documents of corpus files, one at a time: each a list of sentences (ids).
 
-    The format is the original's: one sentence per line, a blank line between documents.
-    Sentences that tokenize to nothing and empty documents are dropped, as in the original.
+    The format is the original's: one sentence per line, a blank line between documents; a
+    file ends a document. Sentences that tokenize to nothing and empty documents are dropped,
+    as in the original. Memory holds one batch of lines and the documents they complete.
 
     Args:
         corpus_files: plain-text file paths (UTF-8).
@@ -51,15 +56,21 @@ def read_documents(corpus_files, tokenizer, batch_size=4096):
     """
     from tqdm import tqdm
 
-    documents, lines, where = [[]], [], []  # `where[k]`: document index of `lines[k]`
+    lines, ends = [], []  # ends[k]: whether a document ends after lines[k]
+    document = []
 
     def flush():
-        if lines:
-            for doc, ids in zip(where, tokenizer(tf.constant(lines)).to_list()):
-                if ids:
-                    documents[doc].append(ids)
-            lines.clear()
-            where.clear()
+        nonlocal document
+        done = []
+        for ids, end in zip(tokenizer(tf.constant(lines)).to_list() if lines else [], ends):
+            if ids:
+                document.append(ids)
+            if end and document:
+                done.append(document)
+                document = []
+        lines.clear()
+        ends.clear()
+        return done
 
     for path in corpus_files:
         with open(path, "rb") as f:
@@ -72,16 +83,51 @@ def read_documents(corpus_files, tokenizer, batch_size=4096):
                                      f"0x{raw[error.start]:02x} at column {error.start + 1}"
                                      ) from None
                 if not line:
-                    documents.append([])
+                    if ends:
+                        ends[-1] = True
+                    elif document:  # the blank line follows a flushed batch
+                        yield document
+                        document = []
                     continue
                 lines.append(line)
-                where.append(len(documents) - 1)
+                ends.append(False)
                 if len(lines) == batch_size:
-                    flush()
-        # A file ends a document even without a trailing blank line.
-        documents.append([])
-    flush()
-    return [doc for doc in documents if doc]
+                    yield from flush()
+        if ends:
+            ends[-1] = True
+        yield from flush()
+        if document:  # the file ended right after a flushed batch
+            yield document
+            document = []
+
+
+def read_documents(corpus_files, tokenizer, batch_size=4096):
+    """Every document of `iter_documents` in one list (small corpora; tests)."""
+    return list(iter_documents(corpus_files, tokenizer, batch_size))
+
+
+def iter_pools(documents, pool_size):
+    """Consecutive pools of about `pool_size` documents from a stream of documents.
+
+    NotNext segments are drawn from the pool of their document, as the original drew them from
+    the input file it was processing; only one pool (and the start of the next) is in memory.
+    Every pool has at least two documents: a remainder of one joins the last pool.
+    """
+    if pool_size < 2:
+        raise ValueError(f"pool_size={pool_size}: expected >= 2 (NotNext needs another "
+                         "document)")
+    pool, following = [], []
+    for document in documents:
+        if len(pool) < pool_size:
+            pool.append(document)
+            continue
+        following.append(document)
+        if len(following) == 2:  # the next pool can stand on its own: this one is complete
+            yield pool
+            pool, following = following, []
+    pool += following
+    if pool:
+        yield pool
 
 
 def create_instances(documents, max_sequence_length, rng, short_seq_prob=0.1, dupe_factor=1):
@@ -216,25 +262,31 @@ def _serialize(token_ids, segment_ids, next_sentence_label):
 
 
 def write_pretraining_data(corpus_files, vocab, out, max_sequence_lengths=(128, 512), shards=4,
-                           seed=12345, short_seq_prob=0.1, dupe_factor=1):
+                           seed=12345, short_seq_prob=0.1, dupe_factor=1, pool_size=POOL_SIZE):
     """Write BERT pretraining shards (sentence pairs, NSP labels, unmasked) for each length.
 
-    Documents are tokenized once; each length gets its own pairs from `random.Random` seeded by
-    `seed` and the length, so the output is deterministic. Each `seq{length}` directory is
-    written in full (shards, then `pretraining.json`) into a temporary directory next to it,
-    which then replaces it whole; on failure the temporary directory is removed and the
-    previous `seq{length}` is left as it was.
+    The corpus is read as a stream: documents are tokenized once, gathered into pools of
+    `pool_size` documents (`iter_pools`), and each pool is paired, shuffled and written before
+    the next is read, so memory holds one pool whatever the size of the corpus. NotNext
+    segments come from the document's own pool (the original drew them from the input file it
+    was processing); NSP stays 50/50. Each length gets its own pairs from `random.Random`
+    seeded by `seed`, the length and the pool's index, so the output is deterministic.
+
+    Each `seq{length}` directory is written in full (shards, then `pretraining.json`) into a
+    temporary directory next to it, which then replaces it whole; on failure the temporary
+    directory is removed and the previous `seq{length}` is left as it was.
 
     Args:
         corpus_files: text files, one sentence per line, a blank line between documents.
         vocab: `vocab.txt` path or tokenizer directory (see `load_tokenizer`), or a tokenizer.
         out: output directory; one subdirectory `seq{length}` per length.
         max_sequence_lengths: sequence lengths (128 and 512 in the paper, Appendix A.2).
-        shards: TFRecord files per length; instances are dealt round-robin after shuffling.
+        shards: TFRecord files per length; pairs are dealt round-robin after shuffling.
         seed: random seed.
         short_seq_prob: probability of a shorter target length (original: 0.1).
-        dupe_factor: passes over the corpus, each with new splits (original: 10, with static
+        dupe_factor: passes over each pool, each with new splits (original: 10, with static
             masks; with dynamic masking 1 is usual).
+        pool_size: documents per pool (memory; NotNext segments come from the same pool).
 
     Returns:
         dict mapping each length to its metadata (also saved as `seq{length}/pretraining.json`).
@@ -248,48 +300,69 @@ def write_pretraining_data(corpus_files, vocab, out, max_sequence_lengths=(128, 
     tokenizer = load_tokenizer(vocab) if isinstance(vocab, (str, os.PathLike)) else vocab
     special = {name: int(getattr(tokenizer, name)) for name in
                ("cls_token_id", "sep_token_id", "pad_token_id", "mask_token_id")}
-    documents = read_documents(corpus_files, tokenizer)
+    cls, sep = special["cls_token_id"], special["sep_token_id"]
+    for length in max_sequence_lengths:
+        if length < 5:
+            raise ValueError(f"max_sequence_length={length}: expected >= 5, room for "
+                             "[CLS] A [SEP] B [SEP] with two tokens in A and B together")
+    names = [f"pretraining-{k:05d}-of-{shards:05d}.tfrecord" for k in range(shards)]
     umask = os.umask(0)
     os.umask(umask)
-    results = {}
-    for length in max_sequence_lengths:
-        rng = random.Random(f"{seed}:{length}")
-        instances = create_instances(documents, length, rng, short_seq_prob, dupe_factor)
-        directory = os.path.join(out, f"seq{length}")
-        os.makedirs(out, exist_ok=True)
-        names = [f"pretraining-{k:05d}-of-{shards:05d}.tfrecord" for k in range(shards)]
-        cls, sep = special["cls_token_id"], special["sep_token_id"]
-        metadata = dict(
-            max_sequence_length=length, num_instances=len(instances),
-            random_next_fraction=sum(r for _, _, r in instances) / max(len(instances), 1),
-            num_documents=len(documents),
-            # One-sentence documents give no IsNext pair, so they are used only as random B.
-            num_one_sentence_documents=sum(len(d) == 1 for d in documents),
-            vocabulary_size=int(tokenizer.vocabulary_size()),
-            **special, shards=names, seed=seed, short_seq_prob=short_seq_prob,
-            dupe_factor=dupe_factor, corpus_files=[os.path.abspath(f) for f in corpus_files],
-        )
-        # The whole run goes to a hidden temporary directory next to seq{length}, which then
-        # replaces it in one piece: a failed run leaves the previous data untouched, and shards
-        # of an earlier run with another shard count cannot linger.
-        staging = tempfile.mkdtemp(prefix=f".seq{length}-", dir=out)
+    os.makedirs(out, exist_ok=True)
+    # Every length is written to a hidden temporary directory next to seq{length}, which then
+    # replaces it in one piece: a failed run leaves the previous data untouched, and shards of
+    # an earlier run with another shard count cannot linger.
+    staging = {length: tempfile.mkdtemp(prefix=f".seq{length}-", dir=out)
+               for length in max_sequence_lengths}
+    counts = {length: [0, 0] for length in max_sequence_lengths}  # pairs, NotNext pairs
+    documents = one_sentence = 0
+    try:
+        writers = {}
+        for length, directory in staging.items():
+            os.chmod(directory, 0o777 & ~umask)  # mkdtemp's 0700 would outlive the rename
+            writers[length] = [tf.io.TFRecordWriter(os.path.join(directory, name))
+                               for name in names]
         try:
-            os.chmod(staging, 0o777 & ~umask)  # mkdtemp's 0700 would outlive the rename
-            writers = [tf.io.TFRecordWriter(os.path.join(staging, name)) for name in names]
-            try:
-                for k, (a, b, is_random_next) in enumerate(
-                        tqdm(instances, desc=f"writing seq{length}", unit=" pairs", leave=False)):
-                    token_ids = [cls, *a, sep, *b, sep]
-                    segment_ids = [0] * (len(a) + 2) + [1] * (len(b) + 1)
-                    writers[k % shards].write(
-                        _serialize(token_ids, segment_ids, int(is_random_next)))
-            finally:
-                for writer in writers:
-                    writer.close()
-            with open(os.path.join(staging, METADATA), "w") as f:
-                json.dump(metadata, f, indent=2)
-            _swap_in(staging, directory)
+            pools = iter_pools(iter_documents(corpus_files, tokenizer), pool_size)
+            for index, pool in enumerate(tqdm(pools, desc="pairing", unit=" pools",
+                                              leave=False)):
+                documents += len(pool)
+                # One-sentence documents give no IsNext pair: only used as random B.
+                one_sentence += sum(len(d) == 1 for d in pool)
+                for length in max_sequence_lengths:
+                    rng = random.Random(f"{seed}:{length}:{index}")
+                    count = counts[length]
+                    for a, b, is_random_next in create_instances(pool, length, rng,
+                                                                 short_seq_prob, dupe_factor):
+                        token_ids = [cls, *a, sep, *b, sep]
+                        segment_ids = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+                        writers[length][count[0] % shards].write(
+                            _serialize(token_ids, segment_ids, int(is_random_next)))
+                        count[0] += 1
+                        count[1] += int(is_random_next)
         finally:
-            shutil.rmtree(staging, ignore_errors=True)  # gone already unless something failed
-        results[length] = metadata
+            for length_writers in writers.values():
+                for writer in length_writers:
+                    writer.close()
+        if documents < 2:
+            raise ValueError(f"NSP needs at least 2 documents to draw random segments from; "
+                             f"found {documents} (documents are separated by blank lines)")
+        results = {}
+        for length in max_sequence_lengths:
+            pairs, random_next = counts[length]
+            results[length] = dict(
+                max_sequence_length=length, num_instances=pairs,
+                random_next_fraction=random_next / max(pairs, 1), num_documents=documents,
+                num_one_sentence_documents=one_sentence,
+                vocabulary_size=int(tokenizer.vocabulary_size()),
+                **special, shards=names, seed=seed, short_seq_prob=short_seq_prob,
+                dupe_factor=dupe_factor, pool_size=pool_size,
+                corpus_files=[os.path.abspath(f) for f in corpus_files])
+            with open(os.path.join(staging[length], METADATA), "w") as f:
+                json.dump(results[length], f, indent=2)
+        for length in max_sequence_lengths:
+            _swap_in(staging[length], os.path.join(out, f"seq{length}"))
+    finally:
+        for directory in staging.values():  # gone already unless something failed
+            shutil.rmtree(directory, ignore_errors=True)
     return results
