@@ -18,6 +18,33 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BACKENDS = ("tensorflow", "jax", "torch")
 
 
+def shared_run(tmp_path_factory, worker_id, name, config):
+    """A run directory trained once for the whole session, whichever test file asks first.
+
+    For tests in different files that read the same trained run (e.g. a task's evaluation and
+    its export): under pytest-xdist the first worker to ask trains it while holding a file
+    lock, the others wait and reuse it (the pytest-xdist docs' FileLock recipe, as for
+    `sample_data`). Returns (run_dir, the last evaluation's metrics). Tests may write into
+    the run directory (predictions) but must not change its checkpoints.
+    """
+    import json
+
+    from filelock import FileLock
+
+    from tasks import runs
+
+    base = (tmp_path_factory.mktemp(name) if worker_id == "master"
+            else tmp_path_factory.getbasetemp().parent / "shared_runs" / name)
+    base.mkdir(parents=True, exist_ok=True)
+    run_dir = base / "run"
+    with FileLock(str(base) + ".lock"):
+        if not (base / "done").exists():
+            runs.train(config, str(run_dir))
+            (base / "done").touch()
+    history = json.loads((run_dir / "metrics.json").read_text())
+    return run_dir, {k: v for k, v in history[-1].items() if k != "step"}
+
+
 def run_in_backend(backend, function, *args, timeout=900, env=None):
     """Run `module:function(*args)` under `backend` in a fresh process; return its dict of arrays.
 

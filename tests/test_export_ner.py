@@ -1,5 +1,6 @@
-"""NER export: a tiny CoNLL-2003 run exported, served in a fresh process (tensorflow and
-tensorflow_text only), its words and tags equal to `TaggingTask.predict` on the same words.
+"""NER export: the tiny CoNLL-2003 run of tests/test_ner.py exported, served in a fresh process
+(tensorflow and tensorflow_text only), its words and tags equal to `TaggingTask.predict` on the
+same words.
 
 The expected tags come from the Python pipeline (`predict` on a CoNLL file, tested against
 conlleval and `zoo score` in tests/test_ner.py), never from the graph. The odd sentences the
@@ -16,7 +17,7 @@ import tensorflow as tf
 
 from tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
-from tests.test_ner import overrides
+from tests.test_ner import fine_tuned_run, overrides  # noqa: F401  (a fixture)
 from zoo import config as config_lib
 from zoo.data.ner import align_tokens
 
@@ -28,13 +29,17 @@ def _conll(path, sentences):
     return str(path)
 
 
+def _export(run_dir, root):
+    saved = runs.export_run(str(run_dir), str(root / "export"), progress=lambda line: None)
+    _, task, model = runs.load_task(str(run_dir))
+    return saved, task, model
+
+
 def _train_and_export(sample_data, root, *extra):
     run_dir = root / "run"
     config = config_lib.resolve("bert/conll2003", overrides(sample_data, *extra))
     runs.train(config, str(run_dir))
-    saved = runs.export_run(str(run_dir), str(root / "export"), progress=lambda line: None)
-    _, task, model = runs.load_task(str(run_dir))
-    return saved, task, model
+    return _export(run_dir, root)
 
 
 def _rows(result):
@@ -48,9 +53,9 @@ def _rows(result):
 
 
 @pytest.fixture(scope="module")
-def fine_tuned(sample_data, tmp_path_factory):
-    return _train_and_export(sample_data, tmp_path_factory.mktemp("export_ner"),
-                             "train.epochs=3")
+def fine_tuned(fine_tuned_run, tmp_path_factory):
+    """The fine-tuned run of tests/test_ner.py (trained once for both files), exported."""
+    return _export(fine_tuned_run[0], tmp_path_factory.mktemp("export_ner"))
 
 
 def test_fine_tuned_export_equals_predict(fine_tuned, tmp_path):

@@ -13,7 +13,7 @@ import keras
 import numpy as np
 import pytest
 
-from tasks import runs
+from tests.harness import shared_run
 from tests.test_training import TINY, WIDE
 from tools.main import main as cli
 from zoo import config as config_lib
@@ -41,11 +41,17 @@ def overrides(sample_data, *extra, sizes=TINY):
         "train.deterministic=true", "train.eval_every=100000", *extra]
 
 
-def test_fine_tuned_ner_beats_all_o_and_zoo_score_reproduces_evaluate(sample_data, tmp_path,
-                                                                       capsys):
-    run_dir = tmp_path / "run"
+@pytest.fixture(scope="session")
+def fine_tuned_run(sample_data, tmp_path_factory, worker_id):
+    """(run_dir, metrics) of the fine-tuned CoNLL run: trained once for this file and
+    tests/test_export_ner.py, which exports it."""
     config = config_lib.resolve("bert/conll2003", overrides(sample_data, "train.epochs=6"))
-    metrics = runs.train(config, str(run_dir))
+    return shared_run(tmp_path_factory, worker_id, "conll2003_fine_tuned", config)
+
+
+def test_fine_tuned_ner_beats_all_o_and_zoo_score_reproduces_evaluate(sample_data,
+                                                                       fine_tuned_run, capsys):
+    run_dir, metrics = fine_tuned_run
     # The all-O baseline finds no entity: F1 0 (conlleval gives 0 when nothing is predicted).
     # Measured at TINY's 64 wide, train.seed 0 / 1: F1 90.0 / 83.5 (100.0 at 128 wide).
     assert metrics["f1"] >= 80.0, metrics
