@@ -74,6 +74,10 @@ def test_a_lock_of_another_host_or_of_this_process_is_refused(tmp_path):
         with run_lock.locked(str(run_dir)):
             pass
     assert json.loads(lock.read_text())["host"] == "tpu-host-7"  # left as it was
+    lock.write_text("")  # not a lock zoo wrote (say, a crash while it was created)
+    with pytest.raises(run_lock.RunDirLocked, match="is not a lock zoo wrote"):
+        with run_lock.locked(str(run_dir)):
+            pass
     lock.unlink()
     with run_lock.locked(str(run_dir)):
         with pytest.raises(run_lock.RunDirLocked, match="this process is already training"):

@@ -54,15 +54,22 @@ def _alive(pid):
         return True
 
 
+_UNREADABLE = {}
+
+
 def _read(path):
-    """The holder written in a lock file, or None if there is none (or not yet readable)."""
+    """The holder written in a lock file: None if there is no lock, `_UNREADABLE` if the file
+    is not a lock zoo wrote."""
     import tensorflow as tf
 
     try:
         with tf.io.gfile.GFile(path, "r") as file:
-            return json.loads(file.read())
-    except (tf.errors.NotFoundError, FileNotFoundError, ValueError):
+            holder = json.loads(file.read())
+    except (tf.errors.NotFoundError, FileNotFoundError):
         return None
+    except ValueError:
+        return _UNREADABLE
+    return holder if isinstance(holder, dict) else _UNREADABLE
 
 
 def _create(path, text):
@@ -130,14 +137,20 @@ def _acquire(run_dir, path, me, progress):
         if _create(path, json.dumps(me)):
             return
         holder = _read(path)
-        if holder is None:  # released (or being written) between the two calls: try again
+        if holder is None:  # released between the two calls: try again
             continue
+        if holder is _UNREADABLE:
+            raise RunDirLocked(f"--run-dir {run_dir}: {path} is not a lock zoo wrote (no JSON "
+                               "host and pid); delete it if no zoo train is writing there")
         host, pid, started = holder.get("host"), holder.get("pid"), holder.get("started")
         if host == me["host"] and isinstance(pid, int) and not _alive(pid):
             progress(f"{run_dir}: taking over the lock of process {pid} on {host} (started "
                      f"{started}), which is no longer running")
-            with contextlib.suppress(tf.errors.NotFoundError, FileNotFoundError):
-                tf.io.gfile.remove(path)
+            # Removed only if it is still that lock: another process taking it over at the
+            # same moment may already have put its own there.
+            if _read(path) == holder:
+                with contextlib.suppress(tf.errors.NotFoundError, FileNotFoundError):
+                    tf.io.gfile.remove(path)
             continue
         if host == me["host"] and pid == me["pid"]:
             raise RunDirLocked(f"--run-dir {run_dir}: this process is already training "

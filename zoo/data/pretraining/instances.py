@@ -15,8 +15,8 @@ import tempfile
 import tensorflow as tf
 
 METADATA = "pretraining.json"
-# Documents per pool (`iter_pools`): Wikipedia's run about 3 KB each, so a pool is ~15 MB of
-# text, held as Python lists of ids (~14 bytes per byte of text): ~200 MB.
+# Documents per pool (`iter_pools`): Wikipedia's articles run about 3 KB each, so a pool is
+# ~15 MB of text, held as Python lists of ids (~14 bytes per byte of text): ~200 MB.
 POOL_SIZE = 5000
 
 
