@@ -14,6 +14,8 @@ contiguous blocks of text (section 4.1: 512 tokens, batch 64, max lr 2.5e-4, war
 encoder with a causal mask is the "LTR & No NSP" ablation of BERT Table 5. The corpus is
 `data.dir/*.txt`: one sentence per line, a blank line between documents (the
 `zoo data pretrain` input format); the last 5 % of the documents are held out for evaluation.
+At corpus scale `data.dir` is the `causal_lm/` directory of `zoo data pretrain --objective
+causal_lm` instead: token-id shards streamed from disk (every 20th document held out).
 
 A pretraining run's final.keras (or the run directory) is what fine-tuning configs take as
 `model.init_checkpoint`.
@@ -31,7 +33,7 @@ import tensorflow as tf
 from tasks.base import Task, is_gpt
 from zoo import config as config_lib
 from zoo import training
-from zoo.data import causal_lm_dataset, pretraining_dataset
+from zoo.data import causal_lm_dataset, causal_lm_shards_dataset, pretraining_dataset
 from zoo.data.pretraining import METADATA
 
 EVAL_BATCHES = 8  # batches of the masked-LM evaluation sample
@@ -244,6 +246,9 @@ class CausalLMTask(_Pretraining):
 
     def __init__(self, name, config, check_data=True):
         super().__init__(name, config, check_data)
+        self.shards = _causal_lm_shards(config.data.dir)
+        if self.shards is not None:  # `zoo data pretrain --objective causal_lm`: streamed
+            return
         documents = _read_documents(config.data.dir)
         held_out = max(1, len(documents) // 20)
         if len(documents) < 2:
@@ -254,17 +259,30 @@ class CausalLMTask(_Pretraining):
     def _blocks(self, split, shuffle, seed):
         length = self.config.data.sequence_length
         separator = None if self.gpt else self.tokenizer.sep_token_id
-        ds = causal_lm_dataset(self.documents[split], self.tokenizer, length,
-                               self.config.train.batch_size, separator_token_id=separator,
-                               shuffle_buffer=10_000 if shuffle else 0, seed=seed,
-                               drop_remainder=shuffle)
+        if self.shards is not None:
+            ds = causal_lm_shards_dataset(
+                self.config.data.dir, split, length, self.config.train.batch_size,
+                separator_token_id=separator, shuffle_buffer=10_000 if shuffle else 0,
+                seed=seed, drop_remainder=shuffle)
+        else:
+            ds = causal_lm_dataset(self.documents[split], self.tokenizer, length,
+                                   self.config.train.batch_size, separator_token_id=separator,
+                                   shuffle_buffer=10_000 if shuffle else 0, seed=seed,
+                                   drop_remainder=shuffle)
         if not self.gpt:  # the BERT encoder also takes segment ids
             ds = ds.map(lambda x, y: ({**x, "segment_ids": tf.zeros_like(x["token_ids"])}, y))
         return ds.map(lambda x, y: (x, {"lm": y}, {"lm": tf.ones_like(y, tf.float32)}))
 
     def steps_per_epoch(self):
         if not hasattr(self, "_steps"):
-            self._steps = max(1, sum(1 for _ in self._blocks("train", True, 0)))
+            if self.shards is not None:  # counted from the metadata, not by reading the corpus
+                tokens = self.shards["num_tokens"]["train"]
+                if not self.gpt:  # a separator after every document
+                    tokens += self.shards["num_documents"]["train"]
+                blocks = tokens // (self.config.data.sequence_length + 1)
+                self._steps = max(1, blocks // self.config.train.batch_size)
+            else:
+                self._steps = max(1, sum(1 for _ in self._blocks("train", True, 0)))
         return self._steps
 
     def train_dataset(self, length, skip_batches=0):
@@ -393,6 +411,21 @@ def _gpt_tokenizer(model_config):
         raise config_lib.ConfigError(f"model.vocabulary {path}: GPT-1 needs its BPE vocabulary"
                                      f" (vocab.json + merges.txt)")
     return tokenizer
+
+
+def _causal_lm_shards(directory):
+    """The metadata of `zoo data pretrain --objective causal_lm` shards in `directory`, or None
+    when it holds a text corpus."""
+    path = os.path.join(directory, METADATA)
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as file:
+        metadata = json.load(file)
+    if metadata.get("objective") != "causal_lm":
+        raise ValueError(f"data.dir {directory}: {METADATA} describes sentence-pair shards for "
+                         "BERT's masked LM; a left-to-right LM reads `zoo data pretrain "
+                         "--objective causal_lm` shards or *.txt")
+    return metadata
 
 
 def _read_documents(directory):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.data_fixtures import WORDS, random_sentence, wordpiece, write_vocab
+from tests.data_fixtures import WORDS, random_sentence, wordpiece, write_corpus, write_vocab
 from zoo.data.causal_lm import causal_lm_dataset
 from zoo.data.images import image_dataset
 from zoo.data.ner import align_tokens, ner_dataset
@@ -396,3 +396,37 @@ def test_every_pipeline_prefetches_without_the_autotuning_model(tmp_path):
         assert ds.options().autotune.enabled is False, name
         assert ds.map(lambda *x: x).options().autotune.enabled is False, name
         assert next(iter(ds)) is not None, name
+
+
+def test_causal_lm_shards_stream_the_blocks_of_the_text(tokenizer, tmp_path):
+    """`write_causal_lm_data` + `causal_lm_shards_dataset` give the blocks `causal_lm_dataset`
+    cuts from the same documents (sentences joined by spaces, as the text corpus is read),
+    every 20th held out, with and without a separator; the metadata counts them."""
+    from zoo.data import causal_lm_shards_dataset, write_causal_lm_data
+
+    corpus = write_corpus(str(tmp_path / "corpus.txt"), 45, seed=3)
+    documents = [" ".join(block.split("\n")) for block in
+                 open(corpus, encoding="utf-8").read().strip().split("\n\n")]
+    held_out = {"train": [d for i, d in enumerate(documents) if i % 20 != 19],
+                "dev": [d for i, d in enumerate(documents) if i % 20 == 19]}
+    meta = write_causal_lm_data([corpus], tokenizer, str(tmp_path / "out"), shards=3)
+    assert meta["num_documents"] == {"train": 43, "dev": 2}
+    for split, texts in held_out.items():
+        assert meta["num_tokens"][split] == sum(
+            len(ids) for ids in tokenizer(tf.constant(texts)).to_list())
+        for separator in (None, 3):
+            ours = causal_lm_shards_dataset(str(tmp_path / "out" / "causal_lm"), split, 8, 4,
+                                            separator_token_id=separator, drop_remainder=False)
+            reference = causal_lm_dataset(texts, tokenizer, 8, 4, separator_token_id=separator,
+                                          drop_remainder=False)
+            got = [(x["token_ids"].numpy(), y.numpy()) for x, y in ours]
+            expected = [(x["token_ids"].numpy(), y.numpy()) for x, y in reference]
+            assert len(got) == len(expected) > 0
+            for (a, b), (c, d) in zip(got, expected):
+                np.testing.assert_array_equal(a, c)
+                np.testing.assert_array_equal(b, d)
+    with pytest.raises(FileNotFoundError, match="no test-"):
+        causal_lm_shards_dataset(str(tmp_path / "out" / "causal_lm"), "test", 8, 4)
+    with pytest.raises(ValueError, match="at least 20 are needed"):
+        write_causal_lm_data([write_corpus(str(tmp_path / "small.txt"), 5)], tokenizer,
+                             str(tmp_path / "small"))

@@ -433,16 +433,32 @@ def test_masked_lm_pretraining_learns_and_fine_tuning_starts_from_it(sample_data
 
 
 @pytest.mark.parametrize("family", ["gpt1", "bert"])
-def test_left_to_right_pretraining_learns(sample_data, tmp_path, family):
+def test_left_to_right_pretraining_learns(sample_data, tmp_path, family, capsys):
+    """GPT-1 reads the token-id shards of `zoo data pretrain --objective causal_lm` (streamed;
+    the steps of an epoch from their metadata), the BERT LTR ablation the text corpus."""
     run_dir = tmp_path / "lm"
     vocab = sample_data["bpe" if family == "gpt1" else "wordpiece"]
     experiment = "gpt1/pretrain" if family == "gpt1" else "bert/pretrain_ltr"
+    data_dir = sample_data["root"] / "corpus"
+    if family == "gpt1":
+        assert cli(["data", "pretrain", "--objective", "causal_lm", "--corpus",
+                    str(data_dir / "corpus.txt"), "--vocab", vocab, "--out",
+                    str(tmp_path / "data")]) == 0
+        assert "held out" in capsys.readouterr().out
+        data_dir = tmp_path / "data" / "causal_lm"
     config = config_lib.resolve(experiment, TINY[family][:1] + TINY[family][1:] + [
-        f"model.vocabulary={vocab}", f"data.dir={sample_data['root'] / 'corpus'}",
+        f"model.vocabulary={vocab}", f"data.dir={data_dir}",
         "data.sequence_length=32", "train.batch_size=16", "train.steps=90",
         "train.warmup_steps=10", "train.learning_rate=2e-3", "train.eval_every=30"])
     runs.train(config, str(run_dir))
+    if family == "gpt1":  # the metadata's count is the count of the streamed batches
+        import tasks
+
+        task = tasks.create(config.task, config)
+        assert task.shards is not None
+        assert task.steps_per_epoch() == sum(1 for _ in task._blocks("train", True, 0))
     history = json.loads((run_dir / "metrics.json").read_text())
+    # GPT-1 from the shards, measured: loss 4.55 -> 3.62, accuracy 0.123 -> 0.272.
     assert history[-1]["lm_loss"] < history[0]["lm_loss"] - 0.3, history
     assert history[-1]["lm_accuracy"] > history[0]["lm_accuracy"] + 0.05, history
     import zoo  # noqa: F401

@@ -1,7 +1,7 @@
 """`zoo data`: vocabularies, pretraining shards and sample datasets.
 
   zoo data vocab    --corpus FILES --size N --kind wordpiece|bpe --out DIR
-  zoo data pretrain --corpus FILES --vocab V --out DIR
+  zoo data pretrain --corpus FILES --vocab V --out DIR [--objective mlm_nsp|causal_lm]
   zoo data samples  --out DIR
   zoo data check    TASK PATH [--skip-bad-rows]
 """
@@ -27,7 +27,12 @@ def register(subparsers):
     vocab.set_defaults(func=run_vocab)
 
     pretrain = commands.add_parser(
-        "pretrain", help="sentence-pair TFRecord shards with NSP labels for BERT pretraining")
+        "pretrain", help="pretraining shards: sentence pairs with NSP labels (BERT), or token "
+                         "ids of whole documents (--objective causal_lm: GPT-1, LTR)")
+    pretrain.add_argument("--objective", choices=("mlm_nsp", "causal_lm"), default="mlm_nsp",
+                          help="mlm_nsp: OUT/seq{length}/ sentence pairs for BERT's masked LM "
+                               "+ NSP; causal_lm: OUT/causal_lm/ token ids for a left-to-right "
+                               "LM (the experiment's data.dir), every 20th document held out")
     pretrain.add_argument("--corpus", nargs="+", required=True,
                           help="one sentence per line, a blank line between documents")
     pretrain.add_argument("--vocab", required=True, help="vocab.txt or a tokenizer directory")
@@ -73,6 +78,24 @@ def run_vocab(args):
 
 def run_pretrain(args):
     from zoo.data.pretraining import POOL_SIZE, write_pretraining_data
+
+    if args.objective == "causal_lm":
+        from zoo import tokenizers
+        from zoo.data import write_causal_lm_data
+
+        if os.path.isdir(args.vocab):
+            tokenizer = tokenizers.from_huggingface(args.vocab)
+        elif os.path.isfile(args.vocab):
+            tokenizer = tokenizers.WordPieceTokenizer(args.vocab, lowercase=True)
+        else:
+            raise FileNotFoundError(f"--vocab {args.vocab}: expected a tokenizer directory "
+                                    "or a vocab.txt file; found neither")
+        meta = write_causal_lm_data(args.corpus, tokenizer, args.out, shards=args.shards)
+        print(f"causal_lm: {meta['num_documents']['train']} documents "
+              f"({meta['num_tokens']['train']} tokens) in {args.shards} train shards, "
+              f"{meta['num_documents']['dev']} ({meta['num_tokens']['dev']} tokens) held out, "
+              f"in {os.path.join(args.out, 'causal_lm')}")
+        return 0
 
     results = write_pretraining_data(args.corpus, vocab=args.vocab, out=args.out,
                                      max_sequence_lengths=args.max_sequence_length,

@@ -1,7 +1,7 @@
 """Readers for every benchmark's official format, packing, and tf.data pipelines."""
 
 from zoo.data.readers import TASKS, DataError, Examples, read_examples
-from zoo.data.causal_lm import causal_lm_dataset
+from zoo.data.causal_lm import causal_lm_dataset, causal_lm_shards_dataset, write_causal_lm_data
 from zoo.data.images import image_dataset, load_image
 from zoo.data.ner import AlignmentReport, align_tokens, ner_dataset
 from zoo.data.pipeline import prefetched

@@ -49,8 +49,14 @@ def causal_lm_dataset(texts, tokenizer, sequence_length, batch_size, separator_t
 
     ds = tf.data.Dataset.from_tensor_slices(tf.constant(list(texts), tf.string))
     ds = ds.batch(256).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return _batches(ds, sequence_length, batch_size, shuffle_buffer, seed, drop_remainder)
+
+
+def _batches(stream, sequence_length, batch_size, shuffle_buffer, seed, drop_remainder):
+    """(x, y) batches of blocks cut from `stream`, a dataset of 1-D int32 pieces of the token
+    stream in order."""
     # Re-cut the token stream into blocks; one extra token gives the last target.
-    ds = ds.rebatch(sequence_length + 1, drop_remainder=True)
+    ds = stream.rebatch(sequence_length + 1, drop_remainder=True)
     if shuffle_buffer:
         ds = ds.shuffle(shuffle_buffer, seed=seed)
 
@@ -60,3 +66,102 @@ def causal_lm_dataset(texts, tokenizer, sequence_length, batch_size, separator_t
 
     ds = ds.map(split, num_parallel_calls=tf.data.AUTOTUNE)
     return prefetched(ds.batch(batch_size, drop_remainder=drop_remainder))
+
+
+# === Token-id shards: `zoo data pretrain --objective causal_lm` ===
+
+HELD_OUT_EVERY = 20  # every 20th document is held out for evaluation (5 %)
+
+
+def write_causal_lm_data(corpus_files, tokenizer, out, shards=4):
+    """Write a corpus as token-id shards for left-to-right LM pretraining, as a stream.
+
+    `out/causal_lm/`: `train-0000k-of-0000n.tfrecord` and `dev-00000-of-00001.tfrecord`, one
+    record per document (`token_ids`, int64: its sentences' ids in order), dealt round-robin
+    over the train shards in corpus order; every HELD_OUT_EVERY-th document goes to dev (a
+    stream cannot know which are the last 5 %). `pretraining.json` beside them counts
+    documents and tokens per split. Documents are read one at a time
+    (`zoo.data.pretraining.iter_documents`: one sentence per line, a blank line between
+    documents), so memory does not grow with the corpus. The directory is written under a
+    temporary name and replaces `out/causal_lm` whole when complete.
+
+    Returns:
+        The metadata (dict).
+    """
+    import json
+    import os
+    import shutil
+    import tempfile
+
+    from zoo.data.pretraining.instances import METADATA, _swap_in, iter_documents
+
+    names = {"train": [f"train-{k:05d}-of-{shards:05d}.tfrecord" for k in range(shards)],
+             "dev": ["dev-00000-of-00001.tfrecord"]}
+    counts = {split: {"documents": 0, "tokens": 0} for split in names}
+    os.makedirs(out, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".causal_lm-", dir=out)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o777 & ~umask)
+        writers = {split: [tf.io.TFRecordWriter(os.path.join(staging, name)) for name in files]
+                   for split, files in names.items()}
+        try:
+            for index, document in enumerate(iter_documents(corpus_files, tokenizer)):
+                ids = [token for sentence in document for token in sentence]
+                split = "dev" if index % HELD_OUT_EVERY == HELD_OUT_EVERY - 1 else "train"
+                count = counts[split]
+                writers[split][count["documents"] % len(names[split])].write(
+                    tf.train.Example(features=tf.train.Features(feature={
+                        "token_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=ids)),
+                    })).SerializeToString())
+                count["documents"] += 1
+                count["tokens"] += len(ids)
+        finally:
+            for split_writers in writers.values():
+                for writer in split_writers:
+                    writer.close()
+        if not counts["dev"]["documents"]:
+            raise ValueError(f"{', '.join(map(str, corpus_files))}: {counts['train']['documents']}"
+                             f" documents; at least {HELD_OUT_EVERY} are needed (every "
+                             f"{HELD_OUT_EVERY}th is held out for evaluation)")
+        metadata = dict(objective="causal_lm", vocabulary_size=int(tokenizer.vocabulary_size()),
+                        shards=names, held_out_every=HELD_OUT_EVERY,
+                        num_documents={k: v["documents"] for k, v in counts.items()},
+                        num_tokens={k: v["tokens"] for k, v in counts.items()},
+                        corpus_files=[os.path.abspath(f) for f in corpus_files])
+        with open(os.path.join(staging, METADATA), "w") as f:
+            json.dump(metadata, f, indent=2)
+        _swap_in(staging, os.path.join(out, "causal_lm"))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # gone already unless something failed
+    return metadata
+
+
+def causal_lm_shards_dataset(directory, split, sequence_length, batch_size,
+                             separator_token_id=None, shuffle_buffer=0, seed=None,
+                             drop_remainder=True):
+    """`causal_lm_dataset`'s batches from the shards of `write_causal_lm_data` in `directory`,
+    streamed: the documents in corpus order (the train shards interleaved back into it), a
+    separator id after each if given, cut into blocks."""
+    import os
+
+    files = sorted(tf.io.gfile.glob(os.path.join(directory, f"{split}-*.tfrecord")))
+    if not files:
+        raise FileNotFoundError(f"{directory}: no {split}-*.tfrecord shards (written by "
+                                "`zoo data pretrain --objective causal_lm`)")
+    # Record k of the corpus is in shard k % n: reading one record of each shard in turn
+    # restores corpus order.
+    ds = tf.data.Dataset.from_tensor_slices(files).interleave(
+        tf.data.TFRecordDataset, cycle_length=len(files), block_length=1, deterministic=True)
+
+    def parse(record):
+        ids = tf.io.parse_single_example(
+            record, {"token_ids": tf.io.VarLenFeature(tf.int64)})["token_ids"].values
+        ids = tf.cast(ids, tf.int32)
+        if separator_token_id is not None:
+            ids = tf.concat([ids, [separator_token_id]], axis=0)
+        return ids
+
+    ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return _batches(ds, sequence_length, batch_size, shuffle_buffer, seed, drop_remainder)

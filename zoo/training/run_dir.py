@@ -60,7 +60,7 @@ def check_run_dir(config, run_dir, overwrite):
     Writes nothing: an empty or missing directory starts a new run, one with the same
     config.yaml and no final.keras resumes, anything else is refused unless `overwrite`.
     """
-    if overwrite or not os.path.isdir(run_dir) or not _entries(run_dir):
+    if overwrite or not os.path.isdir(run_dir) or _is_new(run_dir):
         return False
     config_path = os.path.join(run_dir, "config.yaml")
     if not os.path.isfile(config_path):
@@ -82,6 +82,13 @@ def check_run_dir(config, run_dir, overwrite):
 def _entries(run_dir):
     """What `run_dir` holds besides the lock of the process training it (`run_lock`)."""
     return [name for name in os.listdir(run_dir) if name != LOCK]
+
+
+def _is_new(run_dir):
+    """Whether `run_dir` holds no run yet: nothing but the lock and, under
+    multi_worker_mirrored, `workers/`, which the other workers lock (and so create) while the
+    chief checks the directory."""
+    return not set(_entries(run_dir)) - {"workers"}
 
 
 def create_run_dir(config, run_dir, overwrite):
