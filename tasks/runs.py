@@ -48,6 +48,7 @@ def train_seeds(config, run_dir, seeds, overwrite=False):
     from tensorboard.plugins.hparams import api as hp
 
     if os.path.exists(run_dir) and overwrite:
+        training.check_unlocked(run_dir)
         shutil.rmtree(run_dir)
     os.makedirs(run_dir, exist_ok=True)
     results = {}
@@ -89,6 +90,7 @@ def train_sweep(config, run_dir, overwrite=False):
     """
     runs = config_lib.sweep_runs(config)
     if os.path.exists(run_dir) and overwrite:
+        training.check_unlocked(run_dir)
         shutil.rmtree(run_dir)
     training.check_run_dir(config, run_dir, overwrite=False)  # another experiment: refused
     if not os.path.isfile(os.path.join(run_dir, "config.yaml")):

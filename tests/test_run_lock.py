@@ -122,3 +122,22 @@ def test_the_lock_on_an_object_store_path(tmp_path):
     assert messages == [f"{run_dir}: taking over the lock of process {dead.pid} on "
                         f"{socket.gethostname()} (started earlier), which is no longer running"]
     assert not tf.io.gfile.exists(path)
+
+
+def test_overwrite_of_a_seeds_or_sweep_directory_spares_a_live_run(tmp_path):
+    """`--overwrite` deletes a whole seeds or sweep directory: not while a live process holds
+    a run inside it (here: a sleeping child process named in its lock)."""
+    parent = tmp_path / "seeds"
+    (parent / "seed_0").mkdir(parents=True)
+    run_lock.check_unlocked(str(parent))  # no lock: nothing to spare
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (parent / "seed_0" / run_lock.LOCK).write_text(json.dumps(
+            {"host": socket.gethostname(), "pid": alive.pid, "started": "now", "token": "t"}))
+        with pytest.raises(run_lock.RunDirLocked, match=f"seed_0 is in use by process "
+                                                        f"{alive.pid}"):
+            run_lock.check_unlocked(str(parent))
+    finally:
+        alive.kill()
+        alive.wait()
+    run_lock.check_unlocked(str(parent))  # its holder is gone

@@ -130,6 +130,27 @@ def locked(run_dir, progress=print):
             tf.io.gfile.rmtree(run_dir)
 
 
+def check_unlocked(directory):
+    """Raise RunDirLocked if a live `zoo train` holds a run directory in `directory`'s tree
+    (before `--overwrite` deletes a whole seeds or sweep directory)."""
+    import tensorflow as tf
+
+    if not tf.io.gfile.isdir(directory):
+        return
+    for root, _, files in tf.io.gfile.walk(directory):
+        if LOCK not in files:
+            continue
+        holder = _read(os.path.join(root, LOCK))
+        if not isinstance(holder, dict) or not holder:
+            continue
+        host, pid = holder.get("host"), holder.get("pid")
+        if host != socket.gethostname() or (isinstance(pid, int) and _alive(pid)):
+            raise RunDirLocked(
+                f"--run-dir {directory}: {root} is in use by process {pid} on {host} since "
+                f"{holder.get('started')}; --overwrite would delete it under that process. "
+                f"Wait for it to end; if it is gone, delete {os.path.join(root, LOCK)}")
+
+
 def _acquire(run_dir, path, me, progress):
     import tensorflow as tf
 
