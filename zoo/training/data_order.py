@@ -15,13 +15,19 @@ def traced_encoder(task, fn, *key):
     GPT-1's BPE, paid again at every `train.eval_every` evaluation. Inside `map`, a call to
     an already traced `tf.function` is one op. The config is part of the cache key, so a
     changed setting (say `data.pad_to_multiple_of`) traces again.
+
+    Without AutoGraph: the encoders are plain TF ops with no Python control flow on tensors
+    (they are exported, and Keras exports with `autograph=False`), and converting their
+    call tree cost ~0.9 s per traced encoder (building and reading the sample MRPC train and dev
+    pipelines: 2.1 -> 1.2 s for WordPiece, 3.1 -> 2.1 s for GPT-1's BPE), a second of every
+    run's start.
     """
     import tensorflow as tf
 
     cache = task.__dict__.setdefault("_traced_encoders", {})
     cache_key = (getattr(fn, "__name__", repr(fn)), repr(task.config)) + key
     if cache_key not in cache:
-        cache[cache_key] = tf.function(fn)
+        cache[cache_key] = tf.function(fn, autograph=False)
     return cache[cache_key]
 
 
