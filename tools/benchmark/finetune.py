@@ -20,7 +20,8 @@ def section_finetune(args, progress=print):
         "| library | backend | mode | steps/s | examples/s | s per step | loss |",
         "| --- | --- | --- | --- | --- | --- | --- |"]
     results = _time_family(args.root, "bert", "train", [batch_size], args.sequence_length,
-                           args.backends, False, args.repeats, progress, args.tiny)
+                           args.backends, False, args.repeats, progress, args.tiny,
+                           pool=getattr(args, "worker_pool", None))
     for (label, name), (seconds, loss) in sorted(results.items(), key=lambda kv: kv[1][0]):
         library, _, backend = label.partition(" ")
         mode, _, batch = _split(name)

@@ -28,7 +28,8 @@ def section_models(args, progress=print):
     summary = []
     for family in args.families:
         results = _time_family(args.root, family, "forward", args.batches, args.sequence_length,
-                               args.backends, args.bf16, args.repeats, progress)
+                               args.backends, args.bf16, args.repeats, progress,
+                               pool=getattr(args, "worker_pool", None))
         lines += [f"### {FAMILIES[family][0]}{' (--tiny: 2 layers, width 64)' * args.tiny}", "",
                   "| library | backend | mode | dtype | batch | seq/s | ms per call | max diff |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- |"]

@@ -18,6 +18,7 @@ from tools.benchmark.models import section_models
 from tools.benchmark.serving import section_serving
 from tools.benchmark.tokenizers import section_tokenizers
 from tools.benchmark.weights import _prepared
+from tools.benchmark.workers import close_pool
 
 
 def _machine():
@@ -73,11 +74,20 @@ def run(args):
                              | ({args.batch_size or 8} if "finetune" in chosen else set()))
             progress(f"preparing weights and inputs for {', '.join(families)}")
             _prepared(root, families, batches, args.sequence_length, args.tiny)
-        for name in chosen:
-            progress(f"benchmark {name}")
-            lines, summary = sections[name](args, progress)
-            _print_section(lines, summary)
-            outputs.append((lines, summary))
+        # --tiny checks the benchmark, not the speed: `models` and `finetune` share one worker
+        # process per library and backend (workers._time_family's pool).
+        args.worker_pool = {} if getattr(args, "tiny", False) else None
+        try:
+            for i, name in enumerate(chosen):
+                progress(f"benchmark {name}")
+                lines, summary = sections[name](args, progress)
+                _print_section(lines, summary)
+                outputs.append((lines, summary))
+                if args.worker_pool and not {"models", "finetune"} & set(chosen[i + 1:]):
+                    close_pool(args.worker_pool)  # no later section needs them
+        finally:
+            if args.worker_pool:
+                close_pool(args.worker_pool)
     if args.target != "all":
         return 0
     machine, versions = _machine()

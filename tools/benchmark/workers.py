@@ -23,40 +23,53 @@ _PAUSE = 0.2  # seconds between two timed calls of different workers
 
 
 def worker():
-    """A benchmark worker: builds its contenders, then times one call per request on stdin."""
+    """A benchmark worker: builds its contenders, then times one call per request on stdin.
+
+    An "add" request builds the contenders of another spec (another kind) in the same process:
+    `--tiny` runs reuse one worker per library and backend for `models` and `finetune`.
+    """
     import json
 
     spec = json.loads(sys.argv[1])
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything a library prints goes to stderr, not into the replies
-    library = spec["library"]
-    if library in ("zoo", "keras-hub"):
-        fns = _keras_contenders(spec, library)
-    elif library == "transformers":
-        fns = _transformers_contenders(spec)
-    else:
-        fns = _onnxruntime_contenders(spec)
-    last = {}
-    for name, fn in fns.items():  # the first calls trace or compile: not timed
-        last[name] = fn()
-        fn()
-    replies.write(json.dumps({"ready": list(fns)}) + "\n")
+    fns, last = {}, {}
+
+    def add(spec):
+        library = spec["library"]
+        if library in ("zoo", "keras-hub"):
+            built = _keras_contenders(spec, library)
+        elif library == "transformers":
+            built = _transformers_contenders(spec)
+        else:
+            built = _onnxruntime_contenders(spec)
+        for name, fn in built.items():  # the first calls trace or compile: not timed
+            fns[(spec["kind"], name)] = fn
+            last[(spec["kind"], name)] = fn()
+            fn()
+        replies.write(json.dumps({"ready": list(built)}) + "\n")
+
+    add(spec)
     for line in sys.stdin:
         request = json.loads(line)
-        fn = fns[request["name"]]
+        if request["op"] == "add":
+            add(request["spec"])
+            continue
+        key = (request["kind"], request["name"])
         if request["op"] == "time":
             start = time.perf_counter()
-            last[request["name"]] = fn()
+            last[key] = fns[key]()
             replies.write(json.dumps({"seconds": time.perf_counter() - start}) + "\n")
         else:  # "output": a corner of the sequence output, or the loss
-            value = last[request["name"]]
+            value = last[key]
             if not isinstance(value, float):
                 value = [value[0, :4, :8].tolist(), value[-1, -4:, -8:].tolist()]
             replies.write(json.dumps({"output": value}) + "\n")
 
 
 class _Worker:
-    """One worker process: `(library, backend)`; its contenders are named "mode policy batch"."""
+    """One worker process: `(library, backend)`; its contenders are named "mode policy batch"
+    within a kind ("forward" or "train"); `names` are those of the last spec built."""
 
     def __init__(self, library, backend, spec):
         import json
@@ -67,6 +80,7 @@ class _Worker:
         if backend:
             env["KERAS_BACKEND"] = backend
         spec = dict(spec, library=library)
+        self.library, self.kind = library, spec["kind"]
         self.log = tempfile.TemporaryFile("w+")
         self.process = subprocess.Popen(
             [sys.executable, "-c", "import tools.benchmark.workers as w; w.worker()",
@@ -86,15 +100,23 @@ class _Worker:
                                f"{self.process.returncode}{killed}:\n{self.log.read()[-4000:]}")
         return json.loads(line)
 
-    def ask(self, op, name):
+    def _send(self, request):
         import json
 
         try:
-            self.process.stdin.write(json.dumps({"op": op, "name": name}) + "\n")
+            self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
         except BrokenPipeError:
             pass  # the worker died: _reply reports its log
         return self._reply()
+
+    def ask(self, op, name):
+        return self._send({"op": op, "kind": self.kind, "name": name})
+
+    def add(self, spec):
+        """Builds the contenders of another spec in this process; they replace `names`."""
+        self.kind = spec["kind"]
+        self.names = self._send({"op": "add", "spec": dict(spec, library=self.library)})["ready"]
 
     def close(self):
         with contextlib.suppress(OSError):
@@ -134,12 +156,15 @@ def _groups(family, kind, backends, bf16, tiny=False):
 
 
 def _time_family(root, family, kind, batches, length, backends, bf16, repeats, progress,
-                 tiny=False, libraries=None):
+                 tiny=False, libraries=None, pool=None):
     """{(worker label, contender name): (median seconds, check)}.
 
     The check is, for a forward pass, the largest absolute difference from transformers'
     output; for a training step, the last loss. `libraries` (default: all) limits the
-    workers started; a forward check needs "transformers" among them.
+    workers started; a forward check needs "transformers" among them. With a `pool` (a dict
+    the caller closes with `close_pool`), a worker of the same library and backend started
+    by an earlier call builds the new contenders instead of a new process: three
+    interpreters fewer for `zoo benchmark all --tiny`, whose figures mean nothing anyway.
     """
     import numpy as np
 
@@ -150,11 +175,19 @@ def _time_family(root, family, kind, batches, length, backends, bf16, repeats, p
             for library, backend, policies, modes in group:
                 if libraries is not None and library not in libraries:
                     continue
-                progress(f"  starting {library}{' ' + backend if backend else ''} "
-                         f"{' '.join(modes or [])} ({family}, {kind})")
-                workers.append(_Worker(library, backend, dict(
-                    root=root, family=family, kind=kind, batches=batches, length=length,
-                    policies=policies, modes=modes)))
+                spec = dict(root=root, family=family, kind=kind, batches=batches,
+                            length=length, policies=policies, modes=modes)
+                reused = pool is not None and (library, backend) in pool
+                progress(f"  {'reusing' if reused else 'starting'} {library}"
+                         f"{' ' + backend if backend else ''} {' '.join(modes or [])} "
+                         f"({family}, {kind})")
+                if reused:
+                    pool[(library, backend)].add(spec)
+                    workers.append(pool[(library, backend)])
+                else:
+                    workers.append(_Worker(library, backend, spec))
+                    if pool is not None:
+                        pool[(library, backend)] = workers[-1]
             for batch in batches:
                 calls = [(w, n) for w in workers for n in w.names if n.endswith(f" {batch}")]
                 times = {key: [] for key in calls}
@@ -172,5 +205,13 @@ def _time_family(root, family, kind, batches, length, backends, bf16, repeats, p
                     results[(w.label, name)] = (statistics.median(seconds), value)
         finally:
             for w in workers:
-                w.close()
+                if pool is None:
+                    w.close()
     return results
+
+
+def close_pool(pool):
+    """Ends the workers of a `_time_family` pool."""
+    for w in pool.values():
+        w.close()
+    pool.clear()
