@@ -138,8 +138,12 @@ def model_parallel_forward():
 
 
 def jax_checks(root, vocabulary, tmp):
-    """Both of the above in one process (one JAX start-up for the module)."""
-    return {**train_each_strategy(root, vocabulary, tmp), **model_parallel_forward()}
+    """Both of the above and tests/test_training.py's `fit_on_backend` (no distribution: the
+    default device) in one process: one JAX start-up for all three."""
+    from tests.test_training import fit_on_backend
+
+    fit = {f"fit:{key}": value for key, value in fit_on_backend(root, vocabulary).items()}
+    return {**train_each_strategy(root, vocabulary, tmp), **model_parallel_forward(), **fit}
 
 
 def train_on_two_by_two_mesh(root, vocabulary, tmp):
@@ -209,6 +213,21 @@ def _assert_trains_like_one_device(result, strategy, label):
     print(f"{label}: max abs weight diff {diff:.3g}")
     assert diff <= 1e-5, diff
     assert result[f"{strategy}:accuracy"] == result["default:accuracy"]
+
+
+def test_model_fit_with_a_task_runs_on_jax(trained):
+    """tasks.create -> build_model -> compile -> fit under JAX (tests/test_training.py's
+    `fit_on_backend`, run in this module's JAX process)."""
+    result = {key[len("fit:"):]: value for key, value in trained.items()
+              if key.startswith("fit:")}
+    assert str(result["backend"]) == "jax"
+    assert result["loss"][-1] < result["loss"][0]
+    assert result["after"] >= 0.8, result
+    # Issue #10 item 4: one XLA compilation of the train step per bucket width met, at most
+    # sequence_length / pad_to_multiple_of = 8 whatever the number of batches (4 epochs).
+    widths = result["widths"].tolist()
+    assert len(widths) >= 2 and all(w % 4 == 0 for w in widths), widths
+    assert len(widths) <= int(result["train_step_compilations"]) <= 32 // 4, result
 
 
 def test_data_parallel_training_equals_one_device(trained):
