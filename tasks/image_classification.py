@@ -30,7 +30,7 @@ import tensorflow as tf
 
 from tasks.base import Task, markdown_table
 from zoo import config as config_lib
-from zoo import training
+from zoo import files, training
 from zoo.data import DataError, prefetched, read_examples
 from zoo.data.images import decode_image, load_image
 from zoo.metrics import images as image_metrics
@@ -84,7 +84,7 @@ class ImageClassificationTask(Task):
         candidates = SPLIT_FOLDERS.get(split, (split,))
         for folder in candidates:
             path = os.path.join(self.config.data.dir, folder)
-            if os.path.isdir(path):
+            if files.isdir(path):
                 return path
         raise FileNotFoundError(f"data.dir {self.config.data.dir}: no folder for split "
                                 f"{split!r}; expected one of {', '.join(candidates)}")

@@ -21,7 +21,6 @@ A pretraining run's final.keras (or the run directory) is what fine-tuning confi
 `model.init_checkpoint`.
 """
 
-import glob
 import json
 import math
 import os
@@ -32,7 +31,7 @@ import tensorflow as tf
 
 from tasks.base import Task, is_gpt
 from zoo import config as config_lib
-from zoo import training
+from zoo import files, training
 from zoo.data import causal_lm_dataset, causal_lm_shards_dataset, pretraining_dataset
 from zoo.data.pretraining import METADATA
 
@@ -50,7 +49,7 @@ class _Pretraining(Task):
         self.gpt = is_gpt(config.model.preset)
         self.tokenizer = training.load_tokenizer(config.model, gpt=False) if not self.gpt \
             else _gpt_tokenizer(config.model)
-        if not config.data.dir or not os.path.isdir(config.data.dir):
+        if not config.data.dir or not files.isdir(config.data.dir):
             raise FileNotFoundError(f"data.dir {config.data.dir}: no such directory")
 
     def lengths(self):
@@ -118,15 +117,15 @@ class MaskedLMTask(_Pretraining):
 
     def files(self, length):
         pattern = os.path.join(self.config.data.dir, f"seq{length}", "*.tfrecord")
-        files = sorted(glob.glob(pattern))
-        if not files:
+        shards = files.glob(pattern)
+        if not shards:
             raise FileNotFoundError(f"data.dir: no shards {pattern}; write them with "
                                     f"`zoo data pretrain --max-sequence-length {length}`")
-        return files
+        return shards
 
     def metadata(self, length):
         path = os.path.join(os.path.dirname(self.files(length)[0]), METADATA)
-        with open(path, encoding="utf-8") as file:
+        with files.open(path, encoding="utf-8") as file:
             return json.load(file)
 
     def steps_per_epoch(self):
@@ -417,9 +416,9 @@ def _causal_lm_shards(directory):
     """The metadata of `zoo data pretrain --objective causal_lm` shards in `directory`, or None
     when it holds a text corpus."""
     path = os.path.join(directory, METADATA)
-    if not os.path.isfile(path):
+    if not files.isfile(path):
         return None
-    with open(path, encoding="utf-8") as file:
+    with files.open(path, encoding="utf-8") as file:
         metadata = json.load(file)
     if metadata.get("objective") != "causal_lm":
         raise ValueError(f"data.dir {directory}: {METADATA} describes sentence-pair shards for "
@@ -430,13 +429,13 @@ def _causal_lm_shards(directory):
 
 def _read_documents(directory):
     """Documents of `directory/*.txt`: sentences joined by spaces, blank lines between."""
-    files = sorted(glob.glob(os.path.join(directory, "*.txt")))
-    if not files:
+    corpus = files.glob(os.path.join(directory, "*.txt"))
+    if not corpus:
         raise FileNotFoundError(f"data.dir {directory}: no *.txt corpus files")
     documents = []
-    for path in files:
+    for path in corpus:
         current = []
-        with open(path, encoding="utf-8") as file:
+        with files.open(path, encoding="utf-8") as file:
             for line in file:
                 line = line.strip()
                 if line:

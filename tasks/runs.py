@@ -17,13 +17,12 @@ import dataclasses
 import json
 import math
 import os
-import shutil
 
 import numpy as np
 
 import tasks
 from zoo import config as config_lib
-from zoo import export, training
+from zoo import export, files, training
 from zoo.files import write_text
 
 
@@ -47,16 +46,16 @@ def train_seeds(config, run_dir, seeds, overwrite=False):
     import tensorflow as tf
     from tensorboard.plugins.hparams import api as hp
 
-    if os.path.exists(run_dir) and overwrite:
+    if files.exists(run_dir) and overwrite:
         training.check_unlocked(run_dir)
-        shutil.rmtree(run_dir)
-    os.makedirs(run_dir, exist_ok=True)
+        files.rmtree(run_dir)
+    files.makedirs(run_dir)
     results = {}
     for i in range(seeds):
         seed = config.train.seed + i
         sub = dataclasses.replace(config, train=dataclasses.replace(config.train, seed=seed))
         sub_dir = os.path.join(run_dir, f"seed_{seed}")
-        if os.path.isfile(os.path.join(sub_dir, "final.keras")) and not overwrite:
+        if files.isfile(os.path.join(sub_dir, "final.keras")) and not overwrite:
             history = training.read_metrics(sub_dir)
             results[seed] = {k: v for k, v in history[-1].items() if k != "step"}
             continue
@@ -89,17 +88,17 @@ def train_sweep(config, run_dir, overwrite=False):
         {"main_metric": ..., "runs": {name: {"step": ..., metrics ...}}}.
     """
     runs = config_lib.sweep_runs(config)
-    if os.path.exists(run_dir) and overwrite:
+    if files.exists(run_dir) and overwrite:
         training.check_unlocked(run_dir)
-        shutil.rmtree(run_dir)
+        files.rmtree(run_dir)
     training.check_run_dir(config, run_dir, overwrite=False)  # another experiment: refused
-    if not os.path.isfile(os.path.join(run_dir, "config.yaml")):
+    if not files.isfile(os.path.join(run_dir, "config.yaml")):
         training.create_run_dir(config, run_dir, overwrite=False)
     main = tasks.create(config.task, runs[0][1], check_data=False).main_metric
     results = {}
     for name, sub in runs:
         sub_dir = os.path.join(run_dir, name)
-        if not os.path.isfile(os.path.join(sub_dir, "final.keras")):
+        if not files.isfile(os.path.join(sub_dir, "final.keras")):
             print(f"sweep {name} ({len(results) + 1} of {len(runs)})", flush=True)
             train(sub, sub_dir)
         history = [e for e in training.read_metrics(sub_dir)
@@ -126,7 +125,7 @@ def load_task(run_dir, checkpoint="best"):
     config, model = training.load_run(run_dir, checkpoint)
     vocabulary = os.path.join(run_dir, "vocabulary")
     config = dataclasses.replace(config, model=dataclasses.replace(
-        config.model, vocabulary=vocabulary if os.path.exists(vocabulary) else None,
+        config.model, vocabulary=vocabulary if files.exists(vocabulary) else None,
         init_checkpoint=None))
     return config, tasks.create(config.task, config, check_data=False), model
 

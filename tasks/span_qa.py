@@ -43,7 +43,7 @@ import tensorflow as tf
 from tasks.base import Task, markdown_table
 from tasks.spans import best_spans, best_spans_graph, logits_at_full_length
 from zoo import config as config_lib
-from zoo import training
+from zoo import files, training
 from zoo.data import DataError, packing
 from zoo.data.squad import squad_windows, squad_windows_graph
 from zoo.files import write_text
@@ -247,9 +247,9 @@ class SpanQATask(Task):
         """τ of a SQuAD 2.0 run (`null_threshold.json`, written by `save_extras`); 0.0 when the
         run has no such file (v1.1, or a run never evaluated on dev)."""
         path = os.path.join(run_dir, THRESHOLD_FILE) if run_dir else None
-        if self.version == 1 or not path or not os.path.exists(path):
+        if self.version == 1 or not path or not files.exists(path):
             return 0.0
-        with open(path, encoding="utf-8") as file:
+        with files.open(path, encoding="utf-8") as file:
             return float(json.load(file)["tau"])
 
     def serving(self, model, run_dir=None):

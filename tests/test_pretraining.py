@@ -276,6 +276,33 @@ def test_zoo_data_pretrain_command(tmp_path):
                                                  "pretraining.json"]
 
 
+def test_zoo_data_pretrain_reads_and_writes_a_remote_filesystem(tmp_path):
+    from tools.main import main
+    from zoo import files
+
+    base = f"ram://pretrain_{os.getpid()}_{tmp_path.name}"
+    local_corpus = write_corpus(str(tmp_path / "corpus.txt"), 12)
+    with open(local_corpus, encoding="utf-8") as f:
+        files.write_text(f"{base}/corpus.txt", f.read())
+    with open(write_vocab(str(tmp_path)), encoding="utf-8") as f:
+        files.write_text(f"{base}/vocab.txt", f.read())
+    arguments = ["--max-sequence-length", "16", "--shards", "2"]
+    assert main(["data", "pretrain", "--corpus", local_corpus, "--vocab",
+                 str(tmp_path / "vocab.txt"), "--out", str(tmp_path / "out"), *arguments]) == 0
+    assert main(["data", "pretrain", "--corpus", f"{base}/corpus.txt", "--vocab",
+                 f"{base}/vocab.txt", "--out", f"{base}/out", *arguments]) == 0
+    assert files.listdir(f"{base}/out") == ["seq16"]  # the staging directory is gone
+    local, remote = (sorted(files.glob(f"{out}/seq16/*.tfrecord"))
+                     for out in (str(tmp_path / "out"), f"{base}/out"))
+    assert [os.path.basename(p) for p in remote] == [os.path.basename(p) for p in local]
+    for a, b in zip(local, remote):
+        records = [list(tf.data.TFRecordDataset(path).as_numpy_iterator()) for path in (a, b)]
+        assert records[0] and records[0] == records[1]
+    with files.open(f"{base}/out/seq16/pretraining.json") as f:
+        meta = json.load(f)
+    assert meta["corpus_files"] == [f"{base}/corpus.txt"] and meta["num_instances"] > 0
+
+
 def test_read_documents_names_bad_bytes(tmp_path):
     tokenizer = wordpiece(write_vocab(str(tmp_path)))
     corpus = tmp_path / "corpus.txt"

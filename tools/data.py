@@ -80,12 +80,12 @@ def run_pretrain(args):
     from zoo.data.pretraining import POOL_SIZE, write_pretraining_data
 
     if args.objective == "causal_lm":
-        from zoo import tokenizers
+        from zoo import files, tokenizers
         from zoo.data import write_causal_lm_data
 
-        if os.path.isdir(args.vocab):
+        if files.isdir(args.vocab):
             tokenizer = tokenizers.from_huggingface(args.vocab)
-        elif os.path.isfile(args.vocab):
+        elif files.isfile(args.vocab):
             tokenizer = tokenizers.WordPieceTokenizer(args.vocab, lowercase=True)
         else:
             raise FileNotFoundError(f"--vocab {args.vocab}: expected a tokenizer directory "
@@ -111,13 +111,14 @@ def run_pretrain(args):
 
 
 def run_samples(args):
+    from zoo import files
     from zoo.data.samples import write_samples
 
     if args.train_rows < 1:
         raise ValueError(f"--train-rows must be >= 1, got {args.train_rows}")
     manifest = write_samples(args.out, seed=args.seed, train_rows=args.train_rows)
-    size = sum(os.path.getsize(os.path.join(root, name))
-               for root, _, names in os.walk(args.out) for name in names)
+    size = sum(files.getsize(os.path.join(root, name))
+               for root, _, names in files.walk(args.out) for name in names)
     print(f"wrote {len(manifest['tasks'])} sample datasets and a pretraining corpus to "
           f"{args.out} ({size / 1e6:.1f} MB); {os.path.join(args.out, 'manifest.json')} lists "
           "the files")

@@ -61,6 +61,7 @@ def run(args):
 
     from tasks import runs
     from zoo import config as config_lib
+    from zoo import files
     from zoo.data.samples import LAYOUT, write_samples
     from zoo.tokenizers import from_directory, train_vocabulary
 
@@ -68,9 +69,9 @@ def run(args):
     samples = os.path.join(args.out, "samples")
     vocab = os.path.join(args.out, "vocab")
     run_dir = os.path.join(args.out, "mrpc")
-    if not os.path.isfile(os.path.join(samples, "manifest.json")):
+    if not files.isfile(os.path.join(samples, "manifest.json")):
         write_samples(samples, train_rows=TRAIN_ROWS)
-    if not os.path.isfile(os.path.join(vocab, "vocab.txt")):
+    if not files.isfile(os.path.join(vocab, "vocab.txt")):
         train_vocabulary([os.path.join(samples, "corpus", "corpus.txt"),
                           os.path.join(samples, LAYOUT["glue/mrpc"]["train"])],
                          size=1000, kind="wordpiece", out=vocab)
@@ -81,7 +82,7 @@ def run(args):
     print("zoo train --experiment bert/glue_mrpc " + " ".join(f"--set {o}" for o in overrides)
           + f" --run-dir {run_dir}")
     config = config_lib.resolve("bert/glue_mrpc", overrides)
-    if os.path.isfile(os.path.join(run_dir, "final.keras")) and not args.overwrite:
+    if files.isfile(os.path.join(run_dir, "final.keras")) and not args.overwrite:
         print(f"{run_dir} is a finished run (--overwrite trains it again)")
         metrics = runs.evaluate_run(run_dir)
     else:
@@ -109,7 +110,7 @@ def export_and_predict(run_dir, base, requests_path):
 
     from tasks import runs
     from tools import predict
-    from zoo import export
+    from zoo import export, files
     from zoo.files import write_text
 
     print(f"zoo export --run-dir {run_dir} --out {base}")
@@ -130,7 +131,7 @@ def export_and_predict(run_dir, base, requests_path):
         print(f"  label {result['label']} "
               f"({'paraphrase' if result['label'] == '1' else 'not a paraphrase'}): "
               f"{request['sentence1']} / {request['sentence2']}")
-    name = os.path.basename(os.path.abspath(base))
+    name = os.path.basename(files.absolute(base).rstrip("/"))
     print(f"serve it: {export.serving_command(base, name)}")
 
 

@@ -40,19 +40,19 @@ def register(subparsers):
 def run(args):
     os.environ["KERAS_BACKEND"] = "tensorflow"  # a graph for TF Serving, whatever trained it
     from tasks import runs
-    from zoo import export
+    from zoo import export, files
 
     path = runs.export_run(args.run_dir, args.out, args.version, args.checkpoint,
                          progress=lambda line: print(f"export: {line}", flush=True),
                          mixed_precision=args.mixed_precision)
-    with open(os.path.join(path, export.METADATA), encoding="utf-8") as file:
+    with files.open(os.path.join(path, export.METADATA), encoding="utf-8") as file:
         metadata = json.load(file)
     print(f"exported {metadata['task']} to {path}")
     for name, signature in metadata["signatures"].items():
         inputs = ", ".join(f"{k} {v['dtype']}{v['shape']}" for k, v in
                            signature["inputs"].items())
         print(f"  {name}: ({inputs}) -> {', '.join(signature['outputs'])}")
-    name = os.path.basename(os.path.abspath(args.out))
+    name = os.path.basename(files.absolute(args.out).rstrip("/"))
     print("serve it with TF Serving:")
     print(f"  {export.serving_command(args.out, name)}")
     example = {key: "..." for key in metadata["signatures"][export.DEFAULT]["inputs"]}

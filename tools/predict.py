@@ -38,10 +38,12 @@ def register(subparsers):
 
 def resolve_version(path):
     """`path` itself if it holds a saved_model.pb, else its highest numeric version."""
-    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+    from zoo import files
+
+    if files.isfile(os.path.join(path, "saved_model.pb")):
         return path
-    versions = sorted((int(n) for n in os.listdir(path) if n.isdigit()), reverse=True) \
-        if os.path.isdir(path) else []
+    versions = sorted((int(n) for n in files.listdir(path) if n.isdigit()), reverse=True) \
+        if files.isdir(path) else []
     if not versions:
         raise FileNotFoundError(f"--saved-model {path}: no saved_model.pb and no version "
                                 "directory")
@@ -50,7 +52,9 @@ def resolve_version(path):
 
 def read_requests(path):
     """(line number, object) of each non-blank line; a bad line is an error naming it."""
-    file = sys.stdin if path == "-" else open(path, encoding="utf-8")
+    from zoo import files
+
+    file = sys.stdin if path == "-" else files.open(path, encoding="utf-8")
     with file:
         for number, line in enumerate(file, 1):
             if not line.strip():
@@ -166,12 +170,13 @@ def predict_lines(predictor, requests, batch_size, write, total=None):
 
 
 def run(args):
+    from zoo import files
     from zoo.files import write_text
 
     predictor = Predictor(args.saved_model, args.signature)
     total = None
     if args.input != "-":
-        with open(args.input, encoding="utf-8") as file:
+        with files.open(args.input, encoding="utf-8") as file:
             total = sum(1 for line in file if line.strip())
     lines = []
     write = (lambda result: lines.append(json.dumps(result, ensure_ascii=False))) \

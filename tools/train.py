@@ -40,7 +40,7 @@ def register(subparsers):
 def run(args):
     from zoo import config as config_lib
     from tasks import runs
-    from zoo import training
+    from zoo import files, training
 
     config = config_lib.resolve(args.experiment, args.overrides)
     if args.seeds < 1:
@@ -51,7 +51,7 @@ def run(args):
     try:
         if config.sweep:
             result = runs.train_sweep(config, args.run_dir, args.overwrite)
-            with open(os.path.join(args.run_dir, "table.md"), encoding="utf-8") as table:
+            with files.open(os.path.join(args.run_dir, "table.md"), encoding="utf-8") as table:
                 print(table.read(), end="")
         elif args.seeds > 1:
             result = runs.train_seeds(config, args.run_dir, args.seeds, args.overwrite)

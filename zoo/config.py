@@ -22,7 +22,9 @@ import typing
 
 import yaml
 
-CONFIG_ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+from zoo import files
+
+CONFIG_ROOT = os.path.join(os.path.dirname(os.path.dirname(files.absolute(__file__))),
                            "configs", "experiments")
 
 
@@ -189,14 +191,14 @@ class Experiment:
 
 def experiment_path(name):
     """The YAML file of `name`: a path to a .yaml file, or `family/task` under configs/."""
-    if name.endswith((".yaml", ".yml")) or os.sep in name and os.path.isfile(name):
-        if not os.path.isfile(name):
+    if name.endswith((".yaml", ".yml")) or os.sep in name and files.isfile(name):
+        if not files.isfile(name):
             raise ConfigError(f"--experiment {name}: no such file")
         return name
     path = os.path.join(CONFIG_ROOT, name + ".yaml")
-    if not os.path.isfile(path):
+    if not files.isfile(path):
         known = sorted(os.path.relpath(os.path.join(root, f), CONFIG_ROOT)[:-5]
-                       for root, _, files in os.walk(CONFIG_ROOT) for f in files
+                       for root, _, names in files.walk(CONFIG_ROOT) for f in names
                        if f.endswith(".yaml"))
         raise ConfigError(f"--experiment {name}: no {path}; known experiments: "
                           f"{', '.join(known)}")
@@ -222,7 +224,7 @@ def resolve(experiment=None, overrides=()):
         data, source = experiment, "experiment"
     elif experiment:
         source = experiment_path(experiment)
-        with open(source, encoding="utf-8") as file:
+        with files.open(source, encoding="utf-8") as file:
             try:
                 data = yaml.safe_load(file) or {}
             except yaml.YAMLError as error:

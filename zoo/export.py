@@ -23,10 +23,12 @@ import dataclasses
 import json
 import os
 import re
-import shutil
 import tempfile
+import uuid
 
 import tensorflow as tf
+
+from zoo import files
 
 METADATA = "zoo_export.json"
 DEFAULT, IDS = "serving_default", "serving_ids"
@@ -87,13 +89,13 @@ def ids_signature(model, outputs, doc="the model's outputs on packed token ids")
 
 def next_version(base):
     """One more than the highest numeric version directory under `base` (1 if none)."""
-    versions = [int(name) for name in os.listdir(base) if name.isdigit()] \
-        if os.path.isdir(base) else []
+    versions = [int(name) for name in files.listdir(base) if name.isdigit()] \
+        if files.isdir(base) else []
     return max(versions, default=0) + 1
 
 
 def _remove_dead_leftovers(base):
-    for name in os.listdir(base):
+    for name in files.listdir(base):
         match = _TEMPORARY.match(name)
         if not match:
             continue
@@ -106,7 +108,7 @@ def _remove_dead_leftovers(base):
         except PermissionError:
             alive = True
         if not alive:
-            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+            files.remove_quietly(os.path.join(base, name))
 
 
 def build_archive(task, model, run_dir):
@@ -259,13 +261,13 @@ def new_version(base, version=None):
         raise ValueError(f"export builds a TensorFlow graph: run it with KERAS_BACKEND="
                          f"tensorflow (found {keras.backend.backend()!r}); runs trained on "
                          "any backend export through their .keras file")
-    os.makedirs(base, exist_ok=True)
+    files.makedirs(base)
     _remove_dead_leftovers(base)
     version = next_version(base) if version is None else int(version)
     if version < 1:
         raise ValueError(f"--version {version}: TF Serving versions are positive integers")
     target = os.path.join(base, str(version))
-    if os.path.exists(target):
+    if files.exists(target):
         raise FileExistsError(f"{target} exists; versions are never overwritten (pass another "
                               "--version, or leave it out for the next one)")
     return version
@@ -299,28 +301,32 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
         model = with_bfloat16_weights(model)
     progress(f"tracing the {task.name} signatures")
     archive, described = build_archive(task, model, run_dir)
-    staging = tempfile.mkdtemp(prefix=f".tmp-{version}-{os.getpid()}-", dir=base)
+    if files.is_remote(base):
+        staging = os.path.join(base, f".tmp-{version}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        files.makedirs(staging)
+    else:
+        staging = tempfile.mkdtemp(prefix=f".tmp-{version}-{os.getpid()}-", dir=base)
+        os.chmod(staging, 0o755)
     try:
         progress(f"writing {target}")
         archive.write_out(staging, verbose=False)
         metadata = {"task": task.name,
-                    "run_dir": run_dir and os.path.abspath(run_dir),
+                    "run_dir": run_dir and files.absolute(run_dir),
                     "checkpoint": checkpoint, "version": version,
                     "dtype_policy": policy,
                     "signatures": described}
-        with open(os.path.join(staging, METADATA), "w", encoding="utf-8") as file:
+        with files.open(os.path.join(staging, METADATA), "w", encoding="utf-8") as file:
             json.dump(metadata, file, indent=1)
-        os.chmod(staging, 0o755)
-        os.rename(staging, target)  # atomic: the version appears whole or not at all
+        files.move_directory(staging, target, last=("saved_model.pb",))
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        files.remove_quietly(staging)
         raise
     return target
 
 
 def serving_command(base, name):
     """The `docker run tensorflow/serving` command serving the versions under `base`."""
-    base = os.path.abspath(base)
+    base = files.absolute(base)
     return (f"docker run --rm -p 8501:8501 -v {base}:/models/{name} -e MODEL_NAME={name} "
             "tensorflow/serving")
 

@@ -18,6 +18,7 @@ write never replaces a good one; the temporary object is deleted either way.
 
 import builtins
 import contextlib
+import errno
 import glob as _glob
 import io
 import os
@@ -80,6 +81,8 @@ def open(path, mode="r", encoding="utf-8", errors="strict", newline=None):  # no
             return builtins.open(path, mode)
         return builtins.open(path, mode, encoding=encoding, errors=errors, newline=newline)
     binary = mode.replace("t", "").replace("b", "") + "b"
+    if "r" in binary and not _gfile().exists(path):  # as open() does, not tf's NotFoundError
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
     raw = _GFileRaw(path, binary)
     buffered = io.BufferedReader(raw) if "r" in binary else io.BufferedWriter(raw)
     if "b" in mode:
@@ -130,11 +133,16 @@ def glob(pattern):
 def walk(path):
     """`os.walk` (top-down) for local and remote directories."""
     path = os.fspath(path)
-    if is_remote(path):
-        for root, dirs, names in _gfile().walk(path):
-            yield root, [d.rstrip("/") for d in dirs], names
-    else:
+    if not is_remote(path):
         yield from os.walk(path)
+        return
+    # By hand rather than gfile.walk, so that a caller can prune `dirs` in place as with
+    # os.walk; names sorted (object stores list in key order anyway).
+    names = sorted(listdir(path))
+    dirs = [name for name in names if isdir(os.path.join(path, name))]
+    yield path, dirs, [name for name in names if name not in dirs]
+    for name in dirs:
+        yield from walk(os.path.join(path, name))
 
 
 def getsize(path):
@@ -189,6 +197,50 @@ def copytree(source, target):
         makedirs(os.path.join(target, relative))
         for name in names:
             copy(os.path.join(root, name), os.path.join(target, relative, name))
+
+
+def scratch_directory(parent, prefix):
+    """A new, empty directory `parent/prefix...` (`tempfile.mkdtemp` locally, so mode 0700)."""
+    if not is_remote(parent):
+        return tempfile.mkdtemp(prefix=prefix, dir=parent)
+    directory = os.path.join(parent, f"{prefix}{uuid.uuid4().hex[:12]}")
+    makedirs(directory)
+    return directory
+
+
+def move_directory(source, target, last=()):
+    """Rename the directory `source` to `target` (which must not exist).
+
+    Locally one rename: atomic, `target` appears whole or not at all. A remote filesystem has
+    no directory rename (GCS renames object by object; `ram://` would move only the directory
+    entry), so there the files are renamed one by one into `target`, those named in `last`
+    after all others (`saved_model.pb`: TF Serving loads a version only once it is there),
+    and `source` is then removed.
+    """
+    source, target = os.fspath(source), os.fspath(target)
+    if not (is_remote(source) or is_remote(target)):
+        rename(source, target)
+        return
+    if exists(target):
+        raise FileExistsError(f"{target} exists")
+    moves = []
+    for root, _, names in walk(source):
+        relative = os.path.relpath(root, source) if root.rstrip("/") != source.rstrip("/") else ""
+        makedirs(os.path.join(target, relative))
+        moves += [(name in last, os.path.join(root, name), os.path.join(target, relative, name))
+                  for name in names]
+    for _, old, new in sorted(moves, key=lambda move: move[0]):
+        rename(old, new, overwrite=True)
+    rmtree(source)
+
+
+def remove_quietly(directory):
+    """Delete `directory` if it is there, ignoring errors: best-effort cleanup."""
+    try:
+        if exists(directory):
+            rmtree(directory)
+    except Exception:  # noqa: BLE001 - best-effort cleanup: OSError or tf.errors.OpError
+        pass
 
 
 @contextlib.contextmanager

@@ -37,6 +37,7 @@ from sklearn import metrics as sklearn_metrics
 
 from zoo import config as config_lib
 from zoo.data import DataError, prefetched, read_examples
+from zoo import files
 from zoo.files import write_text
 
 TASKS = ("glue/sst2", "glue/cola", "race", "story_cloze", "swag")
@@ -259,7 +260,7 @@ def evaluate(task, checkpoint, data, out=None, threshold=None, batch_size=8):
     backbone, tokenizer = load_language_model(checkpoint)
     scorer = Scorer(backbone, tokenizer, batch_size)
     if out is None:
-        base = checkpoint if os.path.isfile(os.path.join(checkpoint, "config.yaml")) else "."
+        base = checkpoint if files.isfile(os.path.join(checkpoint, "config.yaml")) else "."
         out = os.path.join(base, "predictions", "zero_shot")
     path = os.path.join(out, task.replace("/", "_") + ".tsv")
     result = {"task": task, "examples": len(examples)}

@@ -35,11 +35,15 @@ def _target(ratio, goal=None, lower_is_better=False):
     return f"{ratio:.3f} ({'met' if met else 'missed'}: target {sign} {goal})"
 
 
-def _corpus_lines(files):
-    if files:
+def _corpus_lines(paths):
+    """The non-blank lines of the --corpus files (any filesystem), or of CPython's reference
+    text when none are given."""
+    if paths:
+        from zoo import files
+
         lines = []
-        for path in files:
-            with open(path, encoding="utf-8") as file:
+        for path in paths:
+            with files.open(path, encoding="utf-8") as file:
                 lines += [line.rstrip("\r\n") for line in file]
     else:
         import pydoc_data.topics

@@ -5,8 +5,7 @@ Variable names are those of google-research/bert `modeling.py` and `run_pretrain
 `cls/seq_relationship/*`. Dense kernels are stored (in, out), the Keras layout.
 """
 
-import pathlib
-
+from zoo import files
 from zoo.convert.core import ConversionError, load_weights, permuted, read_json, same
 from zoo.models.head_models import BertPretrainingModel
 from zoo.models import BertBackbone
@@ -92,7 +91,7 @@ class CheckpointSource:
         import tensorflow as tf
 
         self.name = str(prefix)
-        if not pathlib.Path(f"{prefix}.index").exists():
+        if not files.exists(f"{prefix}.index"):
             raise ConversionError(f"{prefix}.index: file not found (expected a TensorFlow "
                                   "checkpoint prefix such as .../bert_model.ckpt)")
         try:

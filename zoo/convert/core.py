@@ -12,12 +12,13 @@ import dataclasses
 import json
 import os
 import pathlib
-import shutil
 import tempfile
 from typing import Callable
 
 import keras
 import numpy as np
+
+from zoo import files as files_lib
 
 
 class ConversionError(ValueError):
@@ -256,8 +257,10 @@ def export_weights(model, ports, progress=False):
 
 def read_json(path):
     """A JSON file as a dict; a ConversionError naming the file if it is missing or invalid."""
+    if files_lib.is_remote(path) and not files_lib.exists(path):
+        raise ConversionError(f"{path}: file not found")
     try:
-        with open(path, encoding="utf-8") as f:
+        with files_lib.open(path, encoding="utf-8") as f:
             return json.load(f)
     except FileNotFoundError as error:
         raise ConversionError(f"{path}: file not found") from error
@@ -269,10 +272,30 @@ def read_json(path):
 def atomic_output(path):
     """Yield a staging path next to `path`; move it to `path` only if the block succeeds.
 
-    The caller writes a file or a directory at the staging path. On any error the staging
-    area is removed and nothing appears at `path`; `path` must not exist beforehand, so a
-    failed conversion never damages an earlier result either.
+    The caller writes a file or a directory at the staging path (a local `pathlib.Path`, as
+    safetensors and h5py need). On any error the staging area is removed and nothing appears
+    at `path`; `path` must not exist beforehand, so a failed conversion never damages an
+    earlier result either. A remote `path` (`gs://...`) is staged in a local temporary
+    folder and uploaded when complete: each file appears whole, the folder file by file.
     """
+    if files_lib.is_remote(path):
+        path = os.fspath(path)
+        if files_lib.exists(path):
+            raise ConversionError(f"{path}: already exists; choose a new destination")
+        parent = os.path.dirname(path.rstrip("/"))
+        if not files_lib.isdir(parent):
+            raise ConversionError(f"{parent}: destination folder does not exist")
+        staging = pathlib.Path(tempfile.mkdtemp(suffix=".tmp"))
+        try:
+            staged = staging / os.path.basename(path.rstrip("/"))
+            yield staged
+            if staged.is_dir():
+                files_lib.copytree(staged, path)
+            else:
+                files_lib.copy(staged, path)
+        finally:
+            files_lib.rmtree(staging)
+        return
     path = pathlib.Path(path)
     if path.exists():
         raise ConversionError(f"{path}: already exists; choose a new destination")
@@ -283,6 +306,7 @@ def atomic_output(path):
     try:
         staged = staging / path.name
         yield staged
-        os.rename(staged, path)  # atomic within one file system
+        files_lib.rename(staged, path)  # atomic within one file system
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if files_lib.isdir(staging):
+            files_lib.rmtree(staging)

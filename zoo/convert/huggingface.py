@@ -5,9 +5,14 @@ used both to read and to write, and a config translation each way. transformers 
 never imported: config.json is read as JSON and tensors through `safetensors.numpy`.
 """
 
+import contextlib
 import json
+import os
 import pathlib
+import tempfile
 import warnings
+
+from zoo import files
 
 from zoo.convert.core import (ConversionError, SafetensorsSource, atomic_output, dense_ports,
                               export_weights, layer_norm_ports, load_weights, permuted,
@@ -70,15 +75,38 @@ def from_huggingface(path, with_head=False, progress=False):
         >>> zoo.convert.from_huggingface(path).num_layers
         1
     """
-    path = pathlib.Path(path)
-    config = read_json(path / "config.json")
-    reader = _reader(config, path / "config.json")
-    source = SafetensorsSource(_safetensors_files(path), name=str(path))
-    model, ports, skipped, duplicates = reader(config, set(source.keys()), with_head,
-                                               path / "config.json")
-    load_weights(model, ports, source, skipped=skipped, duplicates=duplicates,
-                 progress=progress)
+    path = _folder(path)
+    config_path = os.path.join(path, "config.json")
+    config = read_json(config_path)
+    reader = _reader(config, config_path)
+    with _local_copies(_safetensors_files(path)) as local:
+        source = SafetensorsSource(local, name=path)
+        model, ports, skipped, duplicates = reader(config, set(source.keys()), with_head,
+                                                   config_path)
+        load_weights(model, ports, source, skipped=skipped, duplicates=duplicates,
+                     progress=progress)
     return model
+
+
+def _folder(path):
+    """A folder path as a string: normalised as pathlib does locally, as given remotely."""
+    path = os.fspath(path)
+    return path.rstrip("/") if files.is_remote(path) else str(pathlib.Path(path))
+
+
+@contextlib.contextmanager
+def _local_copies(paths):
+    """The files themselves if local; remote ones copied to a temporary folder for the
+    block (safetensors reads local files only)."""
+    if not any(files.is_remote(p) for p in paths):
+        yield paths
+        return
+    with tempfile.TemporaryDirectory(prefix="zoo_hf.") as local:
+        copies = []
+        for path in paths:
+            copies.append(os.path.join(local, os.path.basename(path)))
+            files.copy(path, copies[-1])
+        yield copies
 
 
 def to_huggingface(model, path, progress=False):
@@ -110,7 +138,7 @@ def to_huggingface(model, path, progress=False):
     tensors = export_weights(model, ports, progress=progress)
     with atomic_output(path) as staged:
         staged.mkdir()
-        with open(staged / "config.json", "w", encoding="utf-8") as f:
+        with files.open(staged / "config.json", "w", encoding="utf-8") as f:
             json.dump(config, f, indent=2, sort_keys=True)
         save_file(tensors, str(staged / "model.safetensors"), metadata={"format": "pt"})
 
@@ -124,21 +152,22 @@ def _reader(config, where):
 
 
 def _safetensors_files(path):
-    if not path.is_dir():
+    if not files.isdir(path):
         raise ConversionError(f"{path}: not a folder")
-    single, index = path / "model.safetensors", path / "model.safetensors.index.json"
-    if single.exists():
+    single = os.path.join(path, "model.safetensors")
+    index = os.path.join(path, "model.safetensors.index.json")
+    if files.exists(single):
         return [single]
-    if index.exists():
+    if files.exists(index):
         shards = sorted(set(read_json(index).get("weight_map", {}).values()))
-        absent = [name for name in shards if not (path / name).exists()]
+        absent = [name for name in shards if not files.exists(os.path.join(path, name))]
         if absent or not shards:
             raise ConversionError(f"{index}: shard file(s) missing: {', '.join(absent) or '-'}")
-        return [path / name for name in shards]
-    others = [name for name in _BIN_ONLY if (path / name).exists()]
+        return [os.path.join(path, name) for name in shards]
+    others = [name for name in _BIN_ONLY if files.exists(os.path.join(path, name))]
     if others:
         raise ConversionError(
-            f"{path / others[0]}: only {', '.join(others)} found and zoo reads safetensors "
+            f"{os.path.join(path, others[0])}: only {', '.join(others)} found and zoo reads safetensors "
             "only (a pickle can run code when loaded). Convert it once where you trust the "
             "file, with transformers installed:\n"
             "  python -c \"import sys, transformers as t; p, q = sys.argv[1:]; "

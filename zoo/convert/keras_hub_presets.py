@@ -6,7 +6,9 @@ named by their Keras paths, into ours. keras-hub keeps attention kernels per hea
 """
 
 import pathlib
+import tempfile
 
+from zoo import files
 from zoo.convert.core import (ArraySource, ConversionError, load_weights, read_json, reshaped,
                               zeros)
 from zoo.models import BertBackbone, ViTBackbone
@@ -33,6 +35,10 @@ def from_keras_hub(preset_dir, progress=False):
         >>> type(zoo.convert.from_keras_hub(path)).__name__
         'BertBackbone'
     """
+    if files.is_remote(preset_dir):  # keras-hub and h5py read a local folder
+        with tempfile.TemporaryDirectory(prefix="zoo_preset.") as local:
+            files.copytree(preset_dir, local)
+            return from_keras_hub(local, progress=progress)
     preset_dir = pathlib.Path(preset_dir)
     config = read_json(preset_dir / "config.json")
     class_name = config.get("registered_name") or config.get("class_name")

@@ -91,22 +91,23 @@ def write_causal_lm_data(corpus_files, tokenizer, out, shards=4):
     """
     import json
     import os
-    import shutil
-    import tempfile
 
+    from zoo import files
     from zoo.data.pretraining.instances import METADATA, _swap_in, iter_documents
 
     names = {"train": [f"train-{k:05d}-of-{shards:05d}.tfrecord" for k in range(shards)],
              "dev": ["dev-00000-of-00001.tfrecord"]}
     counts = {split: {"documents": 0, "tokens": 0} for split in names}
-    os.makedirs(out, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".causal_lm-", dir=out)
+    files.makedirs(out)
+    staging = files.scratch_directory(out, ".causal_lm-")
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(staging, 0o777 & ~umask)
-        writers = {split: [tf.io.TFRecordWriter(os.path.join(staging, name)) for name in files]
-                   for split, files in names.items()}
+        if not files.is_remote(staging):  # mkdtemp's 0700 would outlive the rename
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(staging, 0o777 & ~umask)
+        writers = {split: [tf.io.TFRecordWriter(os.path.join(staging, name))
+                           for name in split_names]
+                   for split, split_names in names.items()}
         try:
             for index, document in enumerate(iter_documents(corpus_files, tokenizer)):
                 ids = [token for sentence in document for token in sentence]
@@ -130,12 +131,12 @@ def write_causal_lm_data(corpus_files, tokenizer, out, shards=4):
                         shards=names, held_out_every=HELD_OUT_EVERY,
                         num_documents={k: v["documents"] for k, v in counts.items()},
                         num_tokens={k: v["tokens"] for k, v in counts.items()},
-                        corpus_files=[os.path.abspath(f) for f in corpus_files])
-        with open(os.path.join(staging, METADATA), "w") as f:
+                        corpus_files=[files.absolute(f) for f in corpus_files])
+        with files.open(os.path.join(staging, METADATA), "w") as f:
             json.dump(metadata, f, indent=2)
         _swap_in(staging, os.path.join(out, "causal_lm"))
     finally:
-        shutil.rmtree(staging, ignore_errors=True)  # gone already unless something failed
+        files.remove_quietly(staging)  # gone already unless something failed
     return metadata
 
 

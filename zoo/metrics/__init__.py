@@ -28,6 +28,7 @@ from scipy import stats
 from sklearn import metrics as sklearn_metrics
 
 from zoo.data import TASKS, DataError, read_examples
+from zoo import files
 from zoo.files import write_text
 from zoo.metrics import choices, conll, images, squad
 
@@ -109,7 +110,7 @@ def write_predictions(path, predictions):
 
 def _lines(path):
     """(line number, text) per line, split on "\\n" only; a BOM and "\\r" endings are dropped."""
-    with open(path, "rb") as file:
+    with files.open(path, "rb") as file:
         for number, raw in enumerate(file, 1):
             try:
                 text = raw.decode("utf-8-sig" if number == 1 else "utf-8")

@@ -26,6 +26,7 @@ import math
 import re
 import string
 
+from zoo import files
 from zoo.data import DataError
 
 logger = logging.getLogger("zoo.metrics")
@@ -182,7 +183,7 @@ def squad_v2(gold, predictions, na_probs=None, na_prob_thresh=1.0,
 
 def _load(path, what):
     try:
-        with open(path, encoding="utf-8-sig") as file:
+        with files.open(path, encoding="utf-8-sig") as file:
             return json.load(file)
     except json.JSONDecodeError as error:
         raise DataError(path, error.lineno, "malformed JSON", what,

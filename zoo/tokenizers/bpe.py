@@ -15,6 +15,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from zoo import files
 from zoo.tokenizers import base, basic
 
 # Extra tokens GPT-1's fine-tuning code appends to the vocabulary (openai/finetune-transformer-lm
@@ -189,7 +190,7 @@ class GPTTokenizer(base.Tokenizer):
 
 def read_vocab_json(path):
     """token -> id of a vocab.json."""
-    with open(path, encoding="utf-8") as file:
+    with files.open(path, encoding="utf-8") as file:
         vocabulary = json.load(file)
     if not isinstance(vocabulary, dict) or not vocabulary:
         raise ValueError(f"{path}: expected a non-empty JSON object token -> id")
@@ -198,7 +199,7 @@ def read_vocab_json(path):
 
 def read_merges_txt(path):
     """Merge rules of a merges.txt, best first, without the "#version" header."""
-    with open(path, encoding="utf-8") as file:
+    with files.open(path, encoding="utf-8") as file:
         lines = [line.rstrip("\r\n") for line in file]
     return [line for i, line in enumerate(lines) if line and not (i == 0 and
                                                                   line.startswith("#version"))]

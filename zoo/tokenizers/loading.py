@@ -3,6 +3,7 @@
 import json
 import os
 
+from zoo import files
 from zoo.tokenizers.bpe import GPTTokenizer
 from zoo.tokenizers.wordpiece import WordPieceTokenizer
 
@@ -49,17 +50,17 @@ def from_directory(path, **overrides):
 
 
 def _load(path, require_config, overrides):
-    if not os.path.isdir(path):
+    if not files.isdir(path):
         raise FileNotFoundError(f"{path}: not a directory")
-    files = set(os.listdir(path))
+    names = set(files.listdir(path))
     config = {}
-    if CONFIG_FILE in files:
-        with open(os.path.join(path, CONFIG_FILE), encoding="utf-8") as file:
+    if CONFIG_FILE in names:
+        with files.open(os.path.join(path, CONFIG_FILE), encoding="utf-8") as file:
             config = json.load(file)
     elif require_config:
         raise FileNotFoundError(f"{os.path.join(path, CONFIG_FILE)}: missing; expected a "
                                 "directory written by `zoo data vocab`")
-    if "vocab.txt" in files:
+    if "vocab.txt" in names:
         arguments = dict(lowercase=config.get("do_lower_case", True),
                          strip_accents=config.get("strip_accents"),
                          split_on_cjk=config.get("tokenize_chinese_chars", True))
@@ -70,7 +71,7 @@ def _load(path, require_config, overrides):
                                      name)
         arguments.update(overrides)
         return WordPieceTokenizer(os.path.join(path, "vocab.txt"), **arguments)
-    if {"vocab.json", "merges.txt"} <= files:
+    if {"vocab.json", "merges.txt"} <= names:
         vocabulary, merges = os.path.join(path, "vocab.json"), os.path.join(path, "merges.txt")
         if config.get("tokenizer_class") in _BYTE_LEVEL_CLASSES:
             from zoo.tokenizers.bpe import ByteLevelBPETokenizer
@@ -86,7 +87,7 @@ def _load(path, require_config, overrides):
         arguments.update(overrides)
         return GPTTokenizer(vocabulary, merges, **arguments)
     raise FileNotFoundError(f"{path}: no vocabulary files; expected vocab.txt (WordPiece) or "
-                            f"vocab.json + merges.txt (BPE), found {sorted(files)}")
+                            f"vocab.json + merges.txt (BPE), found {sorted(names)}")
 
 
 def _token(value, where, key):

@@ -3,9 +3,10 @@
 import collections
 import json
 import os
-import shutil
 import tempfile
+import uuid
 
+from zoo import files
 from zoo.tokenizers.loading import CONFIG_FILE, from_directory
 
 WORDPIECE_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -54,23 +55,33 @@ def train_vocabulary(corpus_files, size, kind, out, lowercase=True):
         raise ValueError(f"kind must be 'wordpiece' or 'bpe', got {kind!r}")
     if size < 1:
         raise ValueError(f"size must be positive, got {size}")
+
     for path in corpus_files:
-        if not os.path.isfile(path):
+        if not files.isfile(path):
             raise FileNotFoundError(f"corpus file {path} does not exist")
-    out = os.path.abspath(out)
+    out = files.absolute(out)
     parent = os.path.dirname(out)
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.", dir=parent)
+    files.makedirs(parent)
+    # The vocabulary is written into a local directory (the `tokenizers` library saves only to
+    # local files): beside `out` when `out` is local, so the swap is a rename; otherwise in a
+    # local temporary directory, copied to a staging directory beside the remote `out`.
+    local = not files.is_remote(out)
+    scratch = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.", dir=parent if local else None)
+    staging = scratch if local else os.path.join(
+        parent, f".{os.path.basename(out)}.{uuid.uuid4().hex[:12]}")
     try:
         if kind == "wordpiece":
-            config = _train_wordpiece(corpus_files, size, staging, lowercase)
+            config = _train_wordpiece(corpus_files, size, scratch, lowercase)
         else:
-            config = _train_bpe(corpus_files, size, staging, lowercase)
-        with open(os.path.join(staging, CONFIG_FILE), "w", encoding="utf-8") as file:
+            config = _train_bpe(corpus_files, size, scratch, lowercase)
+        with files.open(os.path.join(scratch, CONFIG_FILE), "w", encoding="utf-8") as file:
             json.dump(config, file, indent=2)
+        if not local:
+            files.copytree(scratch, staging)
         _move_into_place(staging, out)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        for directory in {scratch, staging}:  # gone already unless something failed
+            files.remove_quietly(directory)
     return from_directory(out)
 
 
@@ -78,10 +89,10 @@ def _lines(corpus_files, description):
     """Lines of all files (without newlines), with a progress bar over bytes read."""
     from tqdm import tqdm
 
-    total = sum(os.path.getsize(path) for path in corpus_files)
+    total = sum(files.getsize(path) for path in corpus_files)
     with tqdm(total=total, unit="B", unit_scale=True, desc=description) as progress:
         for path in corpus_files:
-            with open(path, encoding="utf-8") as file:
+            with files.open(path, encoding="utf-8") as file:
                 for line in file:
                     progress.update(len(line.encode("utf-8")))
                     yield line.rstrip("\r\n")
@@ -116,7 +127,7 @@ def _train_wordpiece(corpus_files, size, staging, lowercase):
     # The learner's frequency-threshold search starts at 10 occurrences; a corpus too small for
     # `size` tokens at that threshold would come out far smaller, so allow any threshold >= 1.
     vocabulary = learner.learn(counts, size, list(WORDPIECE_SPECIAL_TOKENS), lower_thresh=1)
-    with open(os.path.join(staging, "vocab.txt"), "w", encoding="utf-8") as file:
+    with files.open(os.path.join(staging, "vocab.txt"), "w", encoding="utf-8") as file:
         file.writelines(token + "\n" for token in vocabulary)
     return {"tokenizer_class": "BertTokenizer", "do_lower_case": lowercase,
             "strip_accents": None, "tokenize_chinese_chars": True,
@@ -148,17 +159,20 @@ def _move_into_place(staging, out):
     An existing `out` is replaced only if it is empty or a vocabulary directory written
     earlier (it holds tokenizer_config.json); anything else is refused, not overwritten.
     """
-    if os.path.exists(out):
-        if not os.path.isdir(out):
+    # Locally a rename; on a remote filesystem file by file (see `move_directory`).
+
+    if files.exists(out):
+        if not files.isdir(out):
             raise FileExistsError(f"{out} exists and is not a directory")
-        contents = os.listdir(out)
+        contents = files.listdir(out)
         if contents and CONFIG_FILE not in contents:
             raise FileExistsError(
                 f"{out} exists and is not a vocabulary directory (no {CONFIG_FILE}); "
                 "choose an empty or new --out")
-        retired = staging + ".old"
-        os.rename(out, retired)
-        os.rename(staging, out)
-        shutil.rmtree(retired)
+        # Not `staging + ".old"`: ram:// would take that for a child of `staging`.
+        retired = os.path.join(os.path.dirname(staging), f".old{os.path.basename(staging)}")
+        files.move_directory(out, retired)
+        files.move_directory(staging, out)
+        files.rmtree(retired)
         return
-    os.rename(staging, out)
+    files.move_directory(staging, out)

@@ -10,6 +10,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from zoo import files
 from zoo.tokenizers import base, basic
 
 
@@ -123,7 +124,7 @@ class WordPieceTokenizer(base.Tokenizer):
 
 def read_vocab_txt(path):
     """Tokens of a vocab.txt, one per line (only the newline is stripped, as transformers does)."""
-    with open(path, encoding="utf-8") as file:
+    with files.open(path, encoding="utf-8") as file:
         tokens = [line.rstrip("\n") for line in file]
     if not tokens:
         raise ValueError(f"{path}: empty vocabulary")

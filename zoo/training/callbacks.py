@@ -4,15 +4,16 @@ round (metrics.json, best.keras), and the HParams summary.
 """
 
 import dataclasses
+import io
 import json
 import math
 import os
 import sys
-import tempfile
 
 import keras
 import numpy as np
 
+from zoo import files
 from zoo.files import write_text
 from zoo.training.run_dir import backup_round, read_metrics, save_model
 
@@ -114,21 +115,21 @@ class RandomState(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         round_ = backup_round(self.backup_dir)
-        if round_ and os.path.isfile(self._path(round_)):
-            with np.load(self._path(round_)) as saved:
+        if round_ and files.isfile(self._path(round_)):
+            with files.open(self._path(round_), "rb") as file:
+                data = io.BytesIO(file.read())  # np.load seeks in an .npz; a GFile cannot
+            with np.load(data) as saved:
                 for variable in self._states():
                     variable.assign(saved[variable.path])
 
     def on_epoch_end(self, epoch, logs=None):
-        os.makedirs(self.backup_dir, exist_ok=True)
-        path = self._path(epoch + 1)
-        fd, tmp = tempfile.mkstemp(prefix=".random_state.", suffix=".npz", dir=self.backup_dir)
-        os.close(fd)
-        np.savez(tmp, **{v.path: keras.ops.convert_to_numpy(v) for v in self._states()})
-        os.replace(tmp, path)
+        files.makedirs(self.backup_dir)
+        data = io.BytesIO()
+        np.savez(data, **{v.path: keras.ops.convert_to_numpy(v) for v in self._states()})
+        files.write_bytes(self._path(epoch + 1), data.getvalue())
         stale = self._path(epoch - 1)  # keep this round's and the previous one
-        if os.path.exists(stale):
-            os.remove(stale)
+        if files.exists(stale):
+            files.remove(stale)
 
 
 class Evaluator(keras.callbacks.Callback):
@@ -192,4 +193,4 @@ def write_hparams(config, run_dir, task):
         if isinstance(value, (int, float, str, bool)):
             values[f"train.{key}"] = value
     with tf.summary.create_file_writer(os.path.join(run_dir, "logs", "hparams")).as_default():
-        hp.hparams(values, trial_id=os.path.basename(os.path.abspath(run_dir)))
+        hp.hparams(values, trial_id=os.path.basename(files.absolute(run_dir).rstrip("/")))

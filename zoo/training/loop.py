@@ -11,11 +11,11 @@ the weights an uninterrupted run would have.
 import dataclasses
 import math
 import os
-import shutil
 
 import keras
 
 from zoo import config as config_lib
+from zoo import files
 from zoo.training import callbacks as callbacks_lib
 from zoo.training import distribution as distribution_lib
 from zoo.training import run_dir as run_dir_lib
@@ -147,7 +147,7 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
                       shuffle=False)
             start_round = phase.last_round
         run_dir_lib.save_model(model, os.path.join(run_dir, "final.keras"))
-        shutil.rmtree(backup_dir, ignore_errors=True)
+        files.remove_quietly(backup_dir)
     finally:
         if logger is not None:
             logger.close()

@@ -16,13 +16,13 @@ Every file is written to a temporary name and renamed.
 
 import json
 import os
-import shutil
-import tempfile
+import uuid
 
 import keras
 import yaml
 
 from zoo import config as config_lib
+from zoo import files
 from zoo.files import write_text
 from zoo.training.run_lock import LOCK
 
@@ -31,26 +31,26 @@ RUN_FILES = ("config.yaml", "vocabulary", "logs", "backup", "best.keras", "final
 
 
 def save_model(model, path):
-    """`model.save(path)` through a temporary `.keras` file and a rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".keras",
-                               dir=directory)
-    os.close(fd)
+    """`model.save(path)` through a temporary `.keras` file and a rename (local or remote;
+    keras writes `gs://` paths itself)."""
+    directory = os.path.dirname(files.absolute(path))
+    # keras.saving wants the `.keras` suffix, so not files.atomic_path's `.tmp` name.
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.keras")
     try:
         model.save(tmp)
-        os.replace(tmp, path)
+        files.rename(tmp, path, overwrite=True)
     except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        if files.exists(tmp):
+            files.remove(tmp)
         raise
 
 
 def read_metrics(run_dir):
     """The evaluations recorded in `run_dir/metrics.json` (a list, empty if none)."""
     path = os.path.join(run_dir, "metrics.json")
-    if not os.path.exists(path):
+    if not files.exists(path):
         return []
-    with open(path, encoding="utf-8") as file:
+    with files.open(path, encoding="utf-8") as file:
         return json.load(file)
 
 
@@ -60,20 +60,20 @@ def check_run_dir(config, run_dir, overwrite):
     Writes nothing: an empty or missing directory starts a new run, one with the same
     config.yaml and no final.keras resumes, anything else is refused unless `overwrite`.
     """
-    if overwrite or not os.path.isdir(run_dir) or _is_new(run_dir):
+    if overwrite or not files.isdir(run_dir) or _is_new(run_dir):
         return False
     config_path = os.path.join(run_dir, "config.yaml")
-    if not os.path.isfile(config_path):
+    if not files.isfile(config_path):
         raise FileExistsError(f"--run-dir {run_dir}: exists and is not a zoo run directory "
                               "(no config.yaml); choose another or pass --overwrite")
-    with open(config_path, encoding="utf-8") as file:
+    with files.open(config_path, encoding="utf-8") as file:
         existing = yaml.safe_load(file)
     differences = _differences(existing, config_lib.to_dict(config))
     if differences:
         raise FileExistsError(f"--run-dir {run_dir}: holds a different experiment ("
                               f"{'; '.join(differences[:5])}); pass --overwrite to replace it "
                               "or choose another --run-dir")
-    if os.path.isfile(os.path.join(run_dir, "final.keras")):
+    if files.isfile(os.path.join(run_dir, "final.keras")):
         raise FileExistsError(f"--run-dir {run_dir}: this run is complete (final.keras); "
                               "pass --overwrite to train it again")
     return True
@@ -81,7 +81,7 @@ def check_run_dir(config, run_dir, overwrite):
 
 def _entries(run_dir):
     """What `run_dir` holds besides the lock of the process training it (`run_lock`)."""
-    return [name for name in os.listdir(run_dir) if name != LOCK]
+    return [name for name in files.listdir(run_dir) if name != LOCK]
 
 
 def _is_new(run_dir):
@@ -94,14 +94,14 @@ def _is_new(run_dir):
 def create_run_dir(config, run_dir, overwrite):
     """Start a new run directory (replacing an old one with `overwrite`, all but the lock this
     process holds): config.yaml first."""
-    if os.path.isdir(run_dir) and overwrite:
+    if files.isdir(run_dir) and overwrite:
         for name in _entries(run_dir):
             path = os.path.join(run_dir, name)
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
+            if files.isdir(path) and not os.path.islink(path):
+                files.rmtree(path)
             else:
-                os.remove(path)
-    os.makedirs(run_dir, exist_ok=True)
+                files.remove(path)
+    files.makedirs(run_dir)
     write_text(os.path.join(run_dir, "config.yaml"),
                yaml.safe_dump(config_lib.to_dict(config), sort_keys=False))
 
@@ -120,15 +120,15 @@ def _differences(old, new, prefix=""):
 def load_run(run_dir, checkpoint="best"):
     """The experiment and model of a run directory (`best` falls back to `final`)."""
     config_path = os.path.join(run_dir, "config.yaml")
-    if not os.path.isfile(config_path):
+    if not files.isfile(config_path):
         raise FileNotFoundError(f"--run-dir {run_dir}: not a zoo run directory (no "
                                 "config.yaml)")
-    with open(config_path, encoding="utf-8") as file:
+    with files.open(config_path, encoding="utf-8") as file:
         config = config_lib.from_dict(yaml.safe_load(file), config_path)
     names = [f"{checkpoint}.keras"] + (["final.keras"] if checkpoint == "best" else [])
     for name in names:
         path = os.path.join(run_dir, name)
-        if os.path.isfile(path):
+        if files.isfile(path):
             return config, keras.saving.load_model(path)
     raise FileNotFoundError(f"--run-dir {run_dir}: no {' or '.join(names)} (has it trained?)")
 
@@ -138,13 +138,13 @@ def load_run(run_dir, checkpoint="best"):
 
 def copy_backup(source, target):
     """Replace `target` with a copy of the backup in `source`; False if there is none."""
-    if not os.path.isdir(source):
+    if not files.isdir(source):
         return False
     staging = target + ".copy"
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(source, staging)
-    shutil.rmtree(target, ignore_errors=True)
-    os.rename(staging, target)
+    files.remove_quietly(staging)
+    files.copytree(source, staging)
+    files.remove_quietly(target)
+    files.move_directory(staging, target)
     return True
 
 
@@ -152,9 +152,9 @@ def backup_round(backup_dir):
     """The round a BackupAndRestore backup will resume at (0 without one)."""
     for name in ("training_metadata.json", "training_metadata.json.bkp"):
         path = os.path.join(backup_dir, name)
-        if os.path.isfile(path):
+        if files.isfile(path):
             try:
-                with open(path) as file:
+                with files.open(path) as file:
                     return int(json.load(file)["epoch"])
             except (ValueError, KeyError):
                 continue

@@ -5,15 +5,14 @@ zoo run directory, a Hugging Face folder or a Google BERT checkpoint), possibly 
 GPT-1's fine-tuning tokens, ViT at another image size, only the first K blocks.
 """
 
-import glob
 import os
-import shutil
-import tempfile
+import uuid
 
 import keras
 import numpy as np
 
 from zoo import config as config_lib
+from zoo import files
 
 
 def vocabulary_path(model_config):
@@ -22,15 +21,15 @@ def vocabulary_path(model_config):
         path = model_config.vocabulary
     elif model_config.init_checkpoint:
         path = model_config.init_checkpoint
-        if os.path.isfile(os.path.join(path, "config.yaml")):  # a zoo run directory
+        if files.isfile(os.path.join(path, "config.yaml")):  # a zoo run directory
             path = os.path.join(path, "vocabulary")
-        elif not os.path.isdir(path):  # a .keras file or a checkpoint prefix
-            path = os.path.dirname(os.path.abspath(path))
+        elif not files.isdir(path):  # a .keras file or a checkpoint prefix
+            path = os.path.dirname(files.absolute(path))
     else:
         raise config_lib.ConfigError(
             "model.vocabulary: missing; a randomly initialized preset needs a vocabulary "
             "directory (make one with `zoo data vocab`), or set model.init_checkpoint")
-    if not os.path.exists(path):
+    if not files.exists(path):
         raise FileNotFoundError(f"model.vocabulary {path}: no such file or directory")
     return path
 
@@ -40,7 +39,7 @@ def load_tokenizer(model_config, gpt=False):
     from zoo import tokenizers
 
     path = vocabulary_path(model_config)
-    if os.path.isfile(path):
+    if files.isfile(path):
         if gpt:
             raise config_lib.ConfigError(f"model.vocabulary {path}: GPT-1 needs a directory "
                                          "with vocab.json and merges.txt")
@@ -63,23 +62,24 @@ def load_tokenizer(model_config, gpt=False):
 
 def copy_vocabulary(model_config, run_dir):
     """Copy the vocabulary files into `run_dir/vocabulary` (atomically, once)."""
+
     target = os.path.join(run_dir, "vocabulary")
-    if os.path.isdir(target):
+    if files.isdir(target):
         return target
     source = vocabulary_path(model_config)
-    staging = tempfile.mkdtemp(prefix=".vocabulary.", dir=run_dir)
+    staging = os.path.join(run_dir, f".vocabulary.{uuid.uuid4().hex[:12]}")
+    files.makedirs(staging)
     try:
-        if os.path.isfile(source):
-            shutil.copy(source, os.path.join(staging, "vocab.txt"))
+        if files.isfile(source):
+            files.copy(source, os.path.join(staging, "vocab.txt"))
         else:
             for name in ("vocab.txt", "vocab.json", "merges.txt", "tokenizer_config.json",
                          "special_tokens_map.json"):
-                if os.path.isfile(os.path.join(source, name)):
-                    shutil.copy(os.path.join(source, name), staging)
-        os.chmod(staging, 0o755)
-        os.rename(staging, target)
+                if files.isfile(os.path.join(source, name)):
+                    files.copy(os.path.join(source, name), os.path.join(staging, name))
+        files.move_directory(staging, target)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        files.remove_quietly(staging)
         raise
     return target
 
@@ -176,24 +176,24 @@ def _in_block(path, first):
 def _load_checkpoint(path):
     from zoo import convert
 
-    if os.path.isfile(os.path.join(path, "config.yaml")):  # a zoo run directory
+    if files.isfile(os.path.join(path, "config.yaml")):  # a zoo run directory
         for name in ("final.keras", "best.keras"):
-            if os.path.isfile(os.path.join(path, name)):
+            if files.isfile(os.path.join(path, name)):
                 return _backbone_of(keras.saving.load_model(os.path.join(path, name)))
         raise FileNotFoundError(f"model.init_checkpoint {path}: a run directory without "
                                 "final.keras or best.keras (has the run finished?)")
     if path.endswith(".keras"):
-        if not os.path.isfile(path):
+        if not files.isfile(path):
             raise FileNotFoundError(f"model.init_checkpoint {path}: no such file")
         return _backbone_of(keras.saving.load_model(path))
-    if os.path.isfile(os.path.join(path, "config.json")):
+    if files.isfile(os.path.join(path, "config.json")):
         return convert.from_huggingface(path)
-    folder, prefix = (path, None) if os.path.isdir(path) else (os.path.dirname(path), path)
+    folder, prefix = (path, None) if files.isdir(path) else (os.path.dirname(path), path)
     config_json = os.path.join(folder, "bert_config.json")
     if prefix is None:
-        index = sorted(glob.glob(os.path.join(folder, "*.ckpt*.index")))
+        index = files.glob(os.path.join(folder, "*.ckpt*.index"))
         prefix = index[0][:-len(".index")] if index else None
-    if prefix and os.path.isfile(config_json):
+    if prefix and files.isfile(config_json):
         return convert.from_bert_checkpoint(prefix, config_json)
     raise FileNotFoundError(
         f"model.init_checkpoint {path}: expected a .keras file, a zoo run directory "

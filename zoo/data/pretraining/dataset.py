@@ -4,7 +4,6 @@ Reads the shards `write_pretraining_data` wrote and masks them anew in every bat
 tokens selected, of which 80 % become [MASK], 10 % a random token, 10 % stay (BERT Appendix A.1).
 """
 
-import glob
 import json
 import math
 import os
@@ -12,6 +11,7 @@ import os
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from zoo import files
 from zoo.data.pipeline import prefetched
 from zoo.data.pretraining.instances import METADATA
 
@@ -134,27 +134,27 @@ def mask_tokens(token_ids, *, vocabulary_size, mask_token_id, unselectable_token
     }
 
 
-def _files_and_metadata(files):
-    if isinstance(files, (str, os.PathLike)):
-        pattern = os.fspath(files)
-        files = sorted(glob.glob(pattern))
-        if not files:
+def _files_and_metadata(shards):
+    if isinstance(shards, (str, os.PathLike)):
+        pattern = os.fspath(shards)
+        shards = files.glob(pattern)
+        if not shards:
             raise FileNotFoundError(f"no files match {pattern!r}")
-    files = [os.fspath(f) for f in files]
+    shards = [os.fspath(f) for f in shards]
     metadata = {}
-    for directory in sorted({os.path.dirname(os.path.abspath(f)) for f in files}):
+    for directory in sorted({os.path.dirname(files.absolute(f)) for f in shards}):
         path = os.path.join(directory, METADATA)
-        if not os.path.exists(path):
+        if not files.exists(path):
             raise FileNotFoundError(f"{path}: missing; shards are read together with the "
                                     f"{METADATA} that write_pretraining_data puts beside them")
-        with open(path) as f:
+        with files.open(path) as f:
             metadata[path] = json.load(f)
     keys = ("vocabulary_size", "cls_token_id", "sep_token_id", "pad_token_id", "mask_token_id")
     vocabularies = {path: tuple(m[k] for k in keys) for path, m in metadata.items()}
     if len(set(vocabularies.values())) > 1:
         raise ValueError(f"shards made with different vocabularies ({', '.join(keys)}): "
                          f"{vocabularies}")
-    return files, metadata, dict(zip(keys, next(iter(vocabularies.values()))))
+    return shards, metadata, dict(zip(keys, next(iter(vocabularies.values()))))
 
 
 def pretraining_dataset(files, batch_size, max_sequence_length, *, mask_selection_rate=0.15,

@@ -9,10 +9,10 @@ shards hold unmasked ids (masking is the input pipeline's, `zoo.data.pretraining
 import json
 import os
 import random
-import shutil
-import tempfile
 
 import tensorflow as tf
+
+from zoo import files
 
 METADATA = "pretraining.json"
 # Documents per pool (`iter_pools`): Wikipedia's articles run about 3 KB each, so a pool is
@@ -29,9 +29,9 @@ def load_tokenizer(vocab):
     """
     from zoo import tokenizers
 
-    if os.path.isdir(vocab):
+    if files.isdir(vocab):
         tokenizer = tokenizers.from_huggingface(vocab)
-    elif os.path.isfile(vocab):
+    elif files.isfile(vocab):
         tokenizer = tokenizers.WordPieceTokenizer(vocab, lowercase=True)
     else:
         raise FileNotFoundError(f"--vocab {vocab}: expected a vocab.txt file or a tokenizer "
@@ -73,7 +73,7 @@ def iter_documents(corpus_files, tokenizer, batch_size=4096):
         return done
 
     for path in corpus_files:
-        with open(path, "rb") as f:
+        with files.open(path, "rb") as f:
             for number, raw in enumerate(tqdm(f, desc=f"tokenizing {os.path.basename(path)}",
                                               unit=" lines", leave=False), 1):
                 try:
@@ -234,20 +234,20 @@ def _truncate_pair(tokens_a, tokens_b, max_num_tokens, rng):
 
 def _swap_in(staging, directory):
     """Replace `directory` (if any) by the complete `staging` directory."""
-    if not os.path.exists(directory):
-        os.rename(staging, directory)
+    if not files.exists(directory):
+        files.move_directory(staging, directory)
         return
-    aside = tempfile.mkdtemp(prefix=f".{os.path.basename(directory)}-old-",
-                             dir=os.path.dirname(directory) or ".")
+    aside = files.scratch_directory(os.path.dirname(directory) or ".",
+                               f".{os.path.basename(directory)}-old-")
     old = os.path.join(aside, "old")
-    os.rename(directory, old)
+    files.move_directory(directory, old)
     try:
-        os.rename(staging, directory)
+        files.move_directory(staging, directory)
     except BaseException:
-        os.rename(old, directory)  # put the previous data back
-        os.rmdir(aside)
+        files.move_directory(old, directory)  # put the previous data back
+        files.rmtree(aside)
         raise
-    shutil.rmtree(aside)
+    files.rmtree(aside)
 
 
 def _serialize(token_ids, segment_ids, next_sentence_label):
@@ -308,18 +308,19 @@ def write_pretraining_data(corpus_files, vocab, out, max_sequence_lengths=(128, 
     names = [f"pretraining-{k:05d}-of-{shards:05d}.tfrecord" for k in range(shards)]
     umask = os.umask(0)
     os.umask(umask)
-    os.makedirs(out, exist_ok=True)
+    files.makedirs(out)
     # Every length is written to a hidden temporary directory next to seq{length}, which then
     # replaces it in one piece: a failed run leaves the previous data untouched, and shards of
     # an earlier run with another shard count cannot linger.
-    staging = {length: tempfile.mkdtemp(prefix=f".seq{length}-", dir=out)
+    staging = {length: files.scratch_directory(out, f".seq{length}-")
                for length in max_sequence_lengths}
     counts = {length: [0, 0] for length in max_sequence_lengths}  # pairs, NotNext pairs
     documents = one_sentence = 0
     try:
         writers = {}
         for length, directory in staging.items():
-            os.chmod(directory, 0o777 & ~umask)  # mkdtemp's 0700 would outlive the rename
+            if not files.is_remote(directory):  # mkdtemp's 0700 would outlive the rename
+                os.chmod(directory, 0o777 & ~umask)
             writers[length] = [tf.io.TFRecordWriter(os.path.join(directory, name))
                                for name in names]
         try:
@@ -357,12 +358,12 @@ def write_pretraining_data(corpus_files, vocab, out, max_sequence_lengths=(128, 
                 vocabulary_size=int(tokenizer.vocabulary_size()),
                 **special, shards=names, seed=seed, short_seq_prob=short_seq_prob,
                 dupe_factor=dupe_factor, pool_size=pool_size,
-                corpus_files=[os.path.abspath(f) for f in corpus_files])
-            with open(os.path.join(staging[length], METADATA), "w") as f:
+                corpus_files=[files.absolute(f) for f in corpus_files])
+            with files.open(os.path.join(staging[length], METADATA), "w") as f:
                 json.dump(results[length], f, indent=2)
         for length in max_sequence_lengths:
             _swap_in(staging[length], os.path.join(out, f"seq{length}"))
     finally:
         for directory in staging.values():  # gone already unless something failed
-            shutil.rmtree(directory, ignore_errors=True)
+            files.remove_quietly(directory)
     return results

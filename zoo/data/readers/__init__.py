@@ -31,6 +31,7 @@ import logging
 import os
 from typing import Callable
 
+from zoo import files
 from zoo.data.readers.conll import CONLL_TAGS, ENTITY_TYPES, _read_conll2003, to_iob2
 from zoo.data.readers.errors import DataError, Report
 from zoo.data.readers.glue import _read_nli_jsonl, _read_tsv, _Tsv
@@ -174,9 +175,9 @@ def read_examples(task, path, skip_bad_rows=False, **options):
         raise TypeError(f"task {task!r} takes options {list(spec.options) or 'none'}, "
                         f"found {sorted(unknown)}")
     path = os.fspath(path)
-    if not os.path.exists(path):
+    if not files.exists(path):
         raise FileNotFoundError(f"{path}: no such file or directory (task {task})")
-    if os.path.isdir(path) and "directory" not in spec.reads:
+    if files.isdir(path) and "directory" not in spec.reads:
         raise IsADirectoryError(f"{path}: task {task} reads a file, found a directory")
     return Examples(spec, path, skip_bad_rows, **options)
 

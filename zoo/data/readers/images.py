@@ -2,7 +2,9 @@
 
 import os
 
+from zoo import files
 from zoo.data.readers.errors import DataError
+from zoo.data.readers.text import _walk_visible
 
 # What tf.io.decode_image reads, by extension and by the file's first bytes.
 IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
@@ -16,11 +18,11 @@ def image_classes(path):
         >>> image_classes("samples/images/train")  # doctest: +SKIP
         ['circle', 'square', 'triangle']
     """
-    if not os.path.isdir(path):
+    if not files.isdir(path):
         raise DataError(path, None, "not a directory", "a directory with one folder per class",
                         "a file")
-    classes = sorted(entry.name for entry in os.scandir(path)
-                     if entry.is_dir() and not entry.name.startswith("."))
+    classes = sorted(name for name in files.listdir(path)
+                     if not name.startswith(".") and files.isdir(os.path.join(path, name)))
     if not classes:
         raise DataError(path, None, "no class folders", "one sub-folder per class", "none")
     return classes
@@ -29,15 +31,15 @@ def image_classes(path):
 def _read_image_folder(path, report):
     classes = image_classes(path)
     # Hidden files (.DS_Store, ._x.jpg from macOS) are not rows; any other stray file is.
-    for entry in sorted(os.scandir(path), key=lambda entry: entry.name):
-        if entry.is_file() and not entry.name.startswith("."):
-            report.bad_row(DataError(entry.path, None, "file outside a class folder",
+    for entry in sorted(os.path.join(path, name) for name in files.listdir(path)
+                        if not name.startswith(".")):
+        if files.isfile(entry):
+            report.bad_row(DataError(entry, None, "file outside a class folder",
                                      "images inside the class sub-folders", "a file"))
     for label, name in enumerate(classes):
         count = 0
-        for root, folders, files in os.walk(os.path.join(path, name)):
-            folders[:] = sorted(f for f in folders if not f.startswith("."))
-            for file in sorted(f for f in files if not f.startswith(".")):
+        for root, names in _walk_visible(os.path.join(path, name)):
+            for file in names:
                 file = os.path.join(root, file)
                 try:
                     _check_image(file)
@@ -55,7 +57,7 @@ def _check_image(file):
     if not file.lower().endswith(IMAGE_EXTENSIONS):
         raise DataError(file, None, "not an image", "a file ending in "
                         + ", ".join(IMAGE_EXTENSIONS), repr(os.path.splitext(file)[1]))
-    with open(file, "rb") as handle:
+    with files.open(file, "rb") as handle:
         head = handle.read(8)
     if not head.startswith(_IMAGE_SIGNATURES):
         raise DataError(file, None, "not an image", "PNG, JPEG, GIF or BMP bytes",

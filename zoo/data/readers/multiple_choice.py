@@ -4,8 +4,10 @@ import csv
 import json
 import os
 
+from zoo import files
 from zoo.data.readers.errors import DataError
-from zoo.data.readers.text import _checked, _columns, _get, _label, _lines, _load_json
+from zoo.data.readers.text import (_checked, _columns, _get, _label, _lines, _load_json,
+                                   _walk_visible)
 
 
 def _csv_records(path, report):
@@ -87,22 +89,18 @@ def _read_story_cloze(path, report):
 
 
 def _read_race(path, report):
-    if os.path.isdir(path):
+    if files.isdir(path):
         # Hidden names are skipped, as for image folders: macOS writes AppleDouble `._1.txt`.
-        files = []
-        for root, folders, names in os.walk(path):
-            folders[:] = [f for f in folders if not f.startswith(".")]
-            files.extend(os.path.join(root, name) for name in names
-                         if name.endswith(".txt") and not name.startswith("."))
-        files.sort()
-        if not files:
+        paths = sorted(os.path.join(root, name) for root, names in _walk_visible(path)
+                       for name in names if name.endswith(".txt"))
+        if not paths:
             raise DataError(path, None, "no RACE files",
                             ".txt files holding one JSON object each", "none")
     else:
-        files = [path]
+        paths = [path]
 
     def questions():
-        for file in files:
+        for file in paths:
             try:
                 record = _load_json(file)
                 article = _get(record, "article", str, file, None)

@@ -6,7 +6,29 @@ Each failure is a `DataError` naming the file and the line.
 import json
 import os
 
+from zoo import files
 from zoo.data.readers.errors import DataError
+
+
+def _walk_visible(top):
+    """(folder, file names) of the tree under `top`, top-down with folders and names in sorted
+    order; hidden names (".DS_Store", macOS's "._x.jpg", ".git/") are skipped, folders with
+    their contents. The same order on a local disk and on a remote filesystem."""
+    if not files.is_remote(top):
+        for root, folders, names in files.walk(top):
+            folders[:] = sorted(f for f in folders if not f.startswith("."))
+            yield root, sorted(n for n in names if not n.startswith("."))
+        return
+    # A remote walk's folder list cannot prune it and comes in the filesystem's order: drop
+    # hidden folders' contents by path, and sort by path components (= top-down, sorted).
+    found = []
+    for root, _, names in files.walk(top):
+        parts = () if root.rstrip("/") == top.rstrip("/") else tuple(
+            os.path.relpath(root, top).split(os.sep))
+        if not any(part.startswith(".") for part in parts):
+            found.append((parts, root, sorted(n for n in names if not n.startswith("."))))
+    for _, root, names in sorted(found, key=lambda item: item[0]):
+        yield root, names
 
 
 def _undecodable(path, line, raw, error, offset):
@@ -23,7 +45,7 @@ def _lines(path, report, keep_ends=False):
     bad row; when it is skipped its text is None, so callers can drop what it belonged to.
     """
     offset = 0
-    with open(path, "rb") as file:
+    with files.open(path, "rb") as file:
         for number, raw in enumerate(file, 1):
             try:
                 text = raw.decode("utf-8")
@@ -43,15 +65,15 @@ def _lines(path, report, keep_ends=False):
 
 def _load_json(path):
     """One JSON document (SQuAD, a RACE file); errors carry the line of the problem."""
-    if os.path.getsize(path) == 0:
+    if files.getsize(path) == 0:
         raise DataError(path, None, "empty file", "a JSON document", "0 bytes")
     try:
-        with open(path, encoding="utf-8-sig") as file:
+        with files.open(path, encoding="utf-8-sig") as file:
             return json.load(file)
     except UnicodeDecodeError:
         # The text stream's error position is relative to a buffer; find the real one.
         offset = 0
-        with open(path, "rb") as file:
+        with files.open(path, "rb") as file:
             for number, raw in enumerate(file, 1):
                 try:
                     raw.decode("utf-8")

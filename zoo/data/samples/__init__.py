@@ -39,9 +39,8 @@ import copy
 import json
 import os
 import random
-import shutil
-import tempfile
 
+from zoo import files
 from zoo.data.samples.common import CORPUS, LAYOUT, MANIFEST, TRAIN, _write_text, training_rows
 from zoo.data.samples.corpus import write_corpus
 from zoo.data.samples.endings import write_story_cloze, write_swag
@@ -78,33 +77,35 @@ def write_samples(out, seed=0, train_rows=TRAIN):
         >>> manifest["tasks"]["glue/mnli"]["dev_matched"]
         'glue/MNLI/dev_matched.tsv'
     """
-    out = os.path.abspath(out)
-    if os.path.exists(out) and not (os.path.isdir(out) and (
-            not os.listdir(out) or os.path.isfile(os.path.join(out, MANIFEST)))):
+    out = files.absolute(out)
+    if files.exists(out) and not (files.isdir(out) and (
+            not files.listdir(out) or files.isfile(os.path.join(out, MANIFEST)))):
         raise FileExistsError(f"{out} exists and is not a samples directory (no {MANIFEST}): "
                               "choose another output directory")
     parent = os.path.dirname(out)
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".samples-", dir=parent)
+    files.makedirs(parent)
+    tmp = files.scratch_directory(parent, ".samples-")
     try:
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the result is an ordinary directory
+        if not files.is_remote(tmp):
+            os.chmod(tmp, 0o755)  # mkdtemp makes it private; the result is an ordinary directory
         _write_all(tmp, seed, train_rows)
         manifest = {"seed": seed, "train_rows": train_rows, "tasks": copy.deepcopy(LAYOUT),
                     "corpus": CORPUS}
         _write_text(os.path.join(tmp, MANIFEST), json.dumps(manifest, indent=2) + "\n")
-        if os.path.exists(out):
-            old = tmp + ".old"
-            os.rename(out, old)
+        if files.exists(out):
+            # Not `tmp + ".old"`: ram:// would take that for a child of `tmp`.
+            old = os.path.join(parent, f".old{os.path.basename(tmp)}")
+            files.move_directory(out, old)
             try:
-                os.rename(tmp, out)
+                files.move_directory(tmp, out)
             except BaseException:
-                os.rename(old, out)
+                files.move_directory(old, out)
                 raise
-            shutil.rmtree(old)
+            files.rmtree(old)
         else:
-            os.rename(tmp, out)
+            files.move_directory(tmp, out)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        files.remove_quietly(tmp)
         raise
     return manifest
 

@@ -4,6 +4,8 @@ import contextlib
 import csv
 import os
 
+from zoo import files
+
 # Task -> split -> path under the output directory: the real distributions' names.
 LAYOUT = {
     "glue/cola": {s: f"glue/CoLA/{s}.tsv" for s in ("train", "dev", "test")},
@@ -55,8 +57,8 @@ def row_count(split, train_split="train"):
 
 
 def _write_text(path, text):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="") as file:
+    files.makedirs(os.path.dirname(path))
+    with files.open(path, "w", encoding="utf-8", newline="") as file:
         file.write(text)
 
 
@@ -71,8 +73,8 @@ def _write_tsv(root, path, header, rows, bom=False):
 
 def _write_csv(root, path, header, rows):
     path = os.path.join(root, path)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="") as file:
+    files.makedirs(os.path.dirname(path))
+    with files.open(path, "w", encoding="utf-8", newline="") as file:
         writer = csv.writer(file, lineterminator="\n")
         writer.writerow(header)
         writer.writerows(rows)

@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 
+from zoo import files
 from zoo.data.samples.common import LAYOUT
 
 SHAPES = {"circle": (220, 60, 60), "square": (60, 200, 60), "triangle": (70, 90, 230)}
@@ -32,8 +33,9 @@ def write_images(root, rng):
 
     for split, folder in LAYOUT["image_folder"].items():
         for shape in SHAPES:
-            os.makedirs(os.path.join(root, folder, shape))
+            files.makedirs(os.path.join(root, folder, shape))
             for n in range(60 if split == "train" else 20):
                 png = tf.io.encode_png(_image(rng, shape)).numpy()
-                with open(os.path.join(root, folder, shape, f"{shape}_{n:04d}.png"), "wb") as f:
+                with files.open(os.path.join(root, folder, shape, f"{shape}_{n:04d}.png"),
+                                "wb") as f:
                     f.write(png)
