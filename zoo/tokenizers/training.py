@@ -159,8 +159,7 @@ def _move_into_place(staging, out):
     An existing `out` is replaced only if it is empty or a vocabulary directory written
     earlier (it holds tokenizer_config.json); anything else is refused, not overwritten.
     """
-    # Locally a rename; on a remote filesystem file by file (see `move_directory`).
-
+    # Locally a rename; on a remote filesystem file by file (see `files.move_directory`).
     if files.exists(out):
         if not files.isdir(out):
             raise FileExistsError(f"{out} exists and is not a directory")
