@@ -592,3 +592,29 @@ def test_cli_detects_each_format_and_writes_loadable_files(cases, tmp_path, caps
     with pytest.raises(SystemExit):
         main(["convert", "--help"])
     assert ".keras" in capsys.readouterr().out
+
+
+def test_cli_reads_and_writes_remote_paths(cases):
+    """`zoo convert` with source and destination on a TensorFlow filesystem (`ram://` here,
+    as `gs://`): each format read from there, written there, and the outputs unchanged."""
+    import os
+
+    from tools.main import main
+    from zoo import files
+
+    base = f"ram://convert_{os.getpid()}"
+    files.makedirs(f"{base}/out")  # as locally, the destination's folder must exist
+    for name, folder in (("bert_pretraining", "hf"), ("google_bert", "ckpt"),
+                         ("keras_hub_vit", "preset")):
+        files.copytree(cases / name / folder, f"{base}/{name}")
+        dst = f"{base}/out/{name}.keras"
+        head = ["--with-head"] if name != "keras_hub_vit" else []
+        assert main(["convert", f"{base}/{name}", dst, *head]) == 0
+        inputs, expected = _reference(cases / name)
+        outputs = _run(keras.saving.load_model(dst), inputs, "hidden_states" in expected)
+        assert_outputs_close(outputs, expected, ATOL, where=f"zoo convert {name} on ram://")
+    assert main(["convert", f"{base}/out/bert_pretraining.keras", f"{base}/hf", "--to",
+                 "hf"]) == 0
+    assert sorted(files.listdir(f"{base}/hf")) == ["config.json", "model.safetensors"]
+    assert main(["convert", f"{base}/hf", f"{base}/out/again.keras"]) == 0
+    assert main(["convert", f"{base}/hf", f"{base}/out/again.keras"]) == 1  # exists: refused

@@ -18,7 +18,7 @@ nothing is left there on failure):
 """
 
 import argparse
-import pathlib
+import os
 import sys
 
 
@@ -41,17 +41,18 @@ def register(subparsers):
 
 
 def run(args):
+    from zoo import files
     from zoo.convert import ConversionError
 
     try:
-        dst = pathlib.Path(args.dst)
-        if dst.exists():
+        dst = args.dst  # a string, not a pathlib.Path: "gs://b/x" must keep its "//"
+        if files.exists(dst):
             raise ConversionError(f"{dst}: already exists; choose a new destination")
-        if args.to == "zoo" and dst.suffix != ".keras":
+        if args.to == "zoo" and not dst.endswith(".keras"):
             raise ConversionError(f"{dst}: --to zoo writes one .keras file; name it *.keras")
         if args.to == "zoo" and args.src.endswith(".keras"):
             raise ConversionError(f"{args.src}: already a zoo model; use --to hf")
-        kind, model = _read(pathlib.Path(args.src), args)
+        kind, model = _read(args.src, args)
         if args.to == "hf":
             _write_huggingface(model, dst, kind)
         else:
@@ -66,18 +67,19 @@ def run(args):
 def _read(src, args):
     """(format name, zoo model) for SRC."""
     import zoo.convert
+    from zoo import files
     from zoo.convert import ConversionError
     from zoo.convert.core import read_json
 
     if args.bert_config and _checkpoint_prefix(src) is None:
         raise ConversionError(f"{src}: --bert-config applies to Google BERT checkpoints only")
-    if src.suffix == ".keras" and src.is_file():
+    if src.endswith(".keras") and files.isfile(src):
         if args.with_head:
             raise ConversionError(f"{src}: a .keras file is read as saved (with its head if it "
                                   "has one); drop --with-head")
         return "zoo", _load_keras(src)
-    if (src / "config.json").is_file():
-        config = read_json(src / "config.json")
+    if files.isfile(os.path.join(src, "config.json")):
+        config = read_json(os.path.join(src, "config.json"))
         if "model_type" in config:
             return "huggingface", zoo.convert.from_huggingface(
                 src, with_head=args.with_head, progress=True)
@@ -88,7 +90,8 @@ def _read(src, args):
             return "keras-hub", zoo.convert.from_keras_hub(src, progress=True)
     prefix = _checkpoint_prefix(src)
     if prefix is not None:
-        bert_config = args.bert_config or prefix.parent / "bert_config.json"
+        bert_config = args.bert_config or os.path.join(os.path.dirname(prefix),
+                                                       "bert_config.json")
         return "google-bert", zoo.convert.from_bert_checkpoint(
             prefix, bert_config, with_head=args.with_head, progress=True)
     raise ConversionError(
@@ -98,12 +101,14 @@ def _read(src, args):
 
 
 def _checkpoint_prefix(src):
-    if pathlib.Path(f"{src}.index").is_file():
+    from zoo import files
+
+    if files.isfile(f"{src}.index"):
         return src
-    if src.is_dir():
-        indexes = sorted(src.glob("*.ckpt.index"))
+    if files.isdir(src):
+        indexes = files.glob(os.path.join(src, "*.ckpt.index"))
         if len(indexes) == 1:
-            return indexes[0].with_suffix("")
+            return indexes[0][:-len(".index")]
     return None
 
 

@@ -95,7 +95,10 @@ class CheckpointSource:
             raise ConversionError(f"{prefix}.index: file not found (expected a TensorFlow "
                                   "checkpoint prefix such as .../bert_model.ckpt)")
         try:
-            self._reader = tf.train.load_checkpoint(str(prefix))
+            # The reader itself, not tf.train.load_checkpoint: that one first asks whether the
+            # prefix is a directory, which a filesystem listing by name prefix (ram://) answers
+            # yes for `bert_model.ckpt` beside `bert_model.ckpt.index`.
+            self._reader = tf.compat.v1.train.NewCheckpointReader(str(prefix))
         except (tf.errors.OpError, ValueError) as error:
             raise ConversionError(f"{prefix}: not a readable TensorFlow checkpoint "
                                   f"({error})") from error
