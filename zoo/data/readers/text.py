@@ -14,21 +14,9 @@ def _walk_visible(top):
     """(folder, file names) of the tree under `top`, top-down with folders and names in sorted
     order; hidden names (".DS_Store", macOS's "._x.jpg", ".git/") are skipped, folders with
     their contents. The same order on a local disk and on a remote filesystem."""
-    if not files.is_remote(top):
-        for root, folders, names in files.walk(top):
-            folders[:] = sorted(f for f in folders if not f.startswith("."))
-            yield root, sorted(n for n in names if not n.startswith("."))
-        return
-    # A remote walk's folder list cannot prune it and comes in the filesystem's order: drop
-    # hidden folders' contents by path, and sort by path components (= top-down, sorted).
-    found = []
-    for root, _, names in files.walk(top):
-        parts = () if root.rstrip("/") == top.rstrip("/") else tuple(
-            os.path.relpath(root, top).split(os.sep))
-        if not any(part.startswith(".") for part in parts):
-            found.append((parts, root, sorted(n for n in names if not n.startswith("."))))
-    for _, root, names in sorted(found, key=lambda item: item[0]):
-        yield root, names
+    for root, folders, names in files.walk(top):
+        folders[:] = sorted(f for f in folders if not f.startswith("."))  # prunes the walk
+        yield root, sorted(n for n in names if not n.startswith("."))
 
 
 def _undecodable(path, line, raw, error, offset):
