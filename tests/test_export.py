@@ -162,8 +162,8 @@ def _on_backend(backend, *commands):
 @pytest.mark.parametrize("backend", [
     "torch", pytest.param("jax", marks=pytest.mark.skipif(
         os.environ.get("ZOO_ALL_BACKENDS") != "1", reason="reduced form: CI trains on torch "
-        "only (JAX costs another minute; test_training fits on JAX); ZOO_ALL_BACKENDS=1 "
-        "exports a JAX run too"))])
+        "only (JAX costs another minute; test_jax_distribution fits a task on JAX); "
+        "ZOO_ALL_BACKENDS=1 exports a JAX run too"))])
 def test_a_run_trained_on_another_backend_exports_and_answers_like_its_evaluation(
         sample_data, tmp_path, backend):
     run_dir = tmp_path / "run"

@@ -23,8 +23,6 @@ import dataclasses
 import json
 import os
 import re
-import tempfile
-import uuid
 
 import tensorflow as tf
 
@@ -301,12 +299,9 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
         model = with_bfloat16_weights(model)
     progress(f"tracing the {task.name} signatures")
     archive, described = build_archive(task, model, run_dir)
-    if files.is_remote(base):
-        staging = os.path.join(base, f".tmp-{version}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-        files.makedirs(staging)
-    else:
-        staging = tempfile.mkdtemp(prefix=f".tmp-{version}-{os.getpid()}-", dir=base)
-        os.chmod(staging, 0o755)
+    staging = files.scratch_directory(base, f".tmp-{version}-{os.getpid()}-")
+    if not files.is_remote(staging):
+        os.chmod(staging, 0o755)  # mkdtemp's 0700 would outlive the rename
     try:
         progress(f"writing {target}")
         archive.write_out(staging, verbose=False)

@@ -4,7 +4,6 @@ import collections
 import json
 import os
 import tempfile
-import uuid
 
 from zoo import files
 from zoo.tokenizers.loading import CONFIG_FILE, from_directory
@@ -67,8 +66,7 @@ def train_vocabulary(corpus_files, size, kind, out, lowercase=True):
     # local temporary directory, copied to a staging directory beside the remote `out`.
     local = not files.is_remote(out)
     scratch = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.", dir=parent if local else None)
-    staging = scratch if local else os.path.join(
-        parent, f".{os.path.basename(out)}.{uuid.uuid4().hex[:12]}")
+    staging = scratch if local else files.scratch_directory(parent, f".{os.path.basename(out)}.")
     try:
         if kind == "wordpiece":
             config = _train_wordpiece(corpus_files, size, scratch, lowercase)

@@ -6,7 +6,6 @@ GPT-1's fine-tuning tokens, ViT at another image size, only the first K blocks.
 """
 
 import os
-import uuid
 
 import keras
 import numpy as np
@@ -67,8 +66,9 @@ def copy_vocabulary(model_config, run_dir):
     if files.isdir(target):
         return target
     source = vocabulary_path(model_config)
-    staging = os.path.join(run_dir, f".vocabulary.{uuid.uuid4().hex[:12]}")
-    files.makedirs(staging)
+    staging = files.scratch_directory(run_dir, ".vocabulary.")
+    if not files.is_remote(staging):
+        os.chmod(staging, 0o755)  # mkdtemp's 0700 would outlive the rename
     try:
         if files.isfile(source):
             files.copy(source, os.path.join(staging, "vocab.txt"))
