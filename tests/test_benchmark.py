@@ -63,6 +63,10 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
     tokenizers = _table(text, "## Tokenizers")
     same, total = re.match(r"([\d,]+)/([\d,]+) lines", tokenizers[0][2]).groups()
     assert same == total
+    data = _table(text, "## Pretraining data")  # `zoo data pretrain`, 1 MB, 1 and 2 workers
+    assert [row[:2] for row in data] == [["1", "1"], ["1", "2"]], data
+    assert data[0][2] == data[1][2] and int(data[0][2].replace(",", "")) > 100_000
+    assert all(float(row[3]) > 0 and 0.1 < float(row[5]) < 20 for row in data), data
 
     targets = _table(text, "## Targets")
     compared = [row[0] for row in targets]

@@ -26,6 +26,9 @@ ALLOWED = {
                                                "tempfile scratch directory",
     ("tools/benchmark/contenders.py", "os.path.exists"): "an ONNX file cached in that scratch "
                                                          "directory",
+    ("tools/benchmark/data.py", "open"): "corpora written to its TemporaryDirectory; "
+                                         "/proc/<pid>/stat for the resident memory",
+    ("tools/benchmark/data.py", "os.listdir"): "/proc: the processes of a timed run",
     ("tools/benchmark/report.py", "open"): "/proc/cpuinfo, to describe the machine",
     ("tools/benchmark/serving.py", "open"): "corpus and texts written to its TemporaryDirectory",
     ("tools/benchmark/tokenizers.py", "open"): "the training corpus in its TemporaryDirectory",

@@ -409,8 +409,17 @@ def test_causal_lm_shards_stream_the_blocks_of_the_text(tokenizer, tmp_path):
                  open(corpus, encoding="utf-8").read().strip().split("\n\n")]
     held_out = {"train": [d for i, d in enumerate(documents) if i % 20 != 19],
                 "dev": [d for i, d in enumerate(documents) if i % 20 == 19]}
+    with open(corpus, "a", encoding="utf-8") as f:  # a 46th document with no token: skipped
+        f.write("\n\u200b\n")
+    # In one chunk, and in chunks of ~300 bytes written apart and concatenated.
     meta = write_causal_lm_data([corpus], tokenizer, str(tmp_path / "out"), shards=3)
-    assert meta["num_documents"] == {"train": 43, "dev": 2}
+    chunked = write_causal_lm_data([corpus], tokenizer, str(tmp_path / "chunked"), shards=3,
+                                   chunk_bytes=300)
+    assert meta["num_documents"] == chunked["num_documents"] == {"train": 43, "dev": 2}
+    assert meta["num_chunks"] == 1 and chunked["num_chunks"] > 10
+    for name in meta["shards"]["train"] + meta["shards"]["dev"]:
+        assert ((tmp_path / "out" / "causal_lm" / name).read_bytes()
+                == (tmp_path / "chunked" / "causal_lm" / name).read_bytes())
     for split, texts in held_out.items():
         assert meta["num_tokens"][split] == sum(
             len(ids) for ids in tokenizer(tf.constant(texts)).to_list())

@@ -2,6 +2,8 @@
 
   zoo data vocab    --corpus FILES --size N --kind wordpiece|bpe --out DIR
   zoo data pretrain --corpus FILES --vocab V --out DIR [--objective mlm_nsp|causal_lm]
+                    [--runner DirectRunner|DataflowRunner|FlinkRunner|SparkRunner|none]
+                    [Beam pipeline options, e.g. --direct_num_workers 2 or --project P]
   zoo data samples  --out DIR
   zoo data check    TASK PATH [--skip-bad-rows]
 """
@@ -28,7 +30,13 @@ def register(subparsers):
 
     pretrain = commands.add_parser(
         "pretrain", help="pretraining shards: sentence pairs with NSP labels (BERT), or token "
-                         "ids of whole documents (--objective causal_lm: GPT-1, LTR)")
+                         "ids of whole documents (--objective causal_lm: GPT-1, LTR)",
+        description="Write pretraining shards with an Apache Beam pipeline. Options this "
+                    "command does not know are Beam's pipeline options, passed to the runner "
+                    "unchanged (e.g. --project, --region, --temp_location for Dataflow). "
+                    "The same --seed gives the same shards on every runner and any number of "
+                    "workers.",
+        allow_abbrev=False)  # a Beam option must never be taken for a prefix of ours
     pretrain.add_argument("--objective", choices=("mlm_nsp", "causal_lm"), default="mlm_nsp",
                           help="mlm_nsp: OUT/seq{length}/ sentence pairs for BERT's masked LM "
                                "+ NSP; causal_lm: OUT/causal_lm/ token ids for a left-to-right "
@@ -47,7 +55,13 @@ def register(subparsers):
     pretrain.add_argument("--pool-size", type=int, default=None,
                           help="documents held in memory at once (default 5000); NotNext "
                                "segments come from the same pool")
-    pretrain.set_defaults(func=run_pretrain)
+    pretrain.add_argument("--runner", default="DirectRunner",
+                          help="Apache Beam runner (default DirectRunner: this machine, one "
+                               "worker process per core unless --direct_num_workers says "
+                               "otherwise); `none` runs in this process without Beam")
+    pretrain.add_argument("--chunk-mb", type=float, default=None,
+                          help="MB of text per chunk, the unit of parallel work (default 8)")
+    pretrain.set_defaults(func=run_pretrain, pipeline_options=True)
 
     samples = commands.add_parser("samples", help="write small learnable datasets in every format")
     samples.add_argument("--out", required=True, help="output directory")
@@ -76,21 +90,60 @@ def run_vocab(args):
     return 0
 
 
-def run_pretrain(args):
-    from zoo.data.pretraining import POOL_SIZE, write_pretraining_data
+def pipeline_args(runner, options, paths=()):
+    """Beam pipeline options for `--runner` and the options passed through, or None (`none`).
 
+    On the DirectRunner, one worker process per core unless `--direct_num_workers` is given;
+    several workers run in `multi_processing` mode, one in this process (`in_memory`). Paths
+    on TF's `ram://` filesystem live in this process's memory, which worker processes cannot
+    see: with such a path the DirectRunner runs in this process unless told otherwise.
+    """
+    if runner.lower() == "none":
+        if options:
+            raise ValueError(f"--runner none runs without Beam: unknown arguments {options}")
+        return None
+    args = [f"--runner={runner}", *options]
+    if runner in ("DirectRunner", "direct"):
+        given = {option.split("=")[0] for option in options if option.startswith("--")}
+        in_process = any(str(path).startswith("ram://") for path in paths)
+        workers = 1 if in_process else os.cpu_count() or 1
+        if "--direct_num_workers" in given:
+            from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
+
+            workers = PipelineOptions(options).view_as(DirectOptions).direct_num_workers
+        else:
+            args.append(f"--direct_num_workers={workers}")
+        if "--direct_running_mode" not in given:
+            args.append("--direct_running_mode="
+                        + ("multi_processing" if workers != 1 else "in_memory"))
+    return args
+
+
+def run_pretrain(args):
+    from tools.main import quiet_stderr_fd
+    from zoo.data.pretraining.runner import PipelineError
+
+    beam = pipeline_args(args.runner, args.pipeline_args, [*args.corpus, args.vocab, args.out])
+    # Local Beam workers log their start-up (Beam's and TensorFlow's) to this terminal: kept
+    # back unless a worker fails. A cluster runner's log (the job's address) is shown.
+    if beam is None or args.runner not in ("DirectRunner", "direct"):
+        return _pretrain(args, beam, progress=None)
+    with quiet_stderr_fd(replay=lambda error: isinstance(error, PipelineError)) as terminal:
+        return _pretrain(args, beam, progress=terminal)
+
+
+def _pretrain(args, beam, progress):
+    from zoo.data.pretraining import CHUNK_BYTES, POOL_SIZE, write_pretraining_data
+
+    if args.chunk_mb is not None and args.chunk_mb <= 0:
+        raise ValueError(f"--chunk-mb must be > 0, got {args.chunk_mb}")
+    chunk_bytes = int(args.chunk_mb * 2**20) if args.chunk_mb else CHUNK_BYTES
     if args.objective == "causal_lm":
-        from zoo import files, tokenizers
         from zoo.data import write_causal_lm_data
 
-        if files.isdir(args.vocab):
-            tokenizer = tokenizers.from_huggingface(args.vocab)
-        elif files.isfile(args.vocab):
-            tokenizer = tokenizers.WordPieceTokenizer(args.vocab, lowercase=True)
-        else:
-            raise FileNotFoundError(f"--vocab {args.vocab}: expected a tokenizer directory "
-                                    "or a vocab.txt file; found neither")
-        meta = write_causal_lm_data(args.corpus, tokenizer, args.out, shards=args.shards)
+        meta = write_causal_lm_data(args.corpus, args.vocab, args.out, shards=args.shards,
+                                    chunk_bytes=chunk_bytes, pipeline_args=beam,
+                                    progress=progress)
         print(f"causal_lm: {meta['num_documents']['train']} documents "
               f"({meta['num_tokens']['train']} tokens) in {args.shards} train shards, "
               f"{meta['num_documents']['dev']} ({meta['num_tokens']['dev']} tokens) held out, "
@@ -102,11 +155,16 @@ def run_pretrain(args):
                                      shards=args.shards, seed=args.seed,
                                      dupe_factor=args.dupe_factor,
                                      short_seq_prob=args.short_seq_prob,
-                                     pool_size=args.pool_size or POOL_SIZE)
+                                     pool_size=args.pool_size or POOL_SIZE,
+                                     chunk_bytes=chunk_bytes, pipeline_args=beam,
+                                    progress=progress)
     for length, meta in results.items():
+        unpaired = meta["num_unpaired_documents"]
         print(f"seq{length}: {meta['num_instances']} sentence pairs from "
               f"{meta['num_documents']} documents, {meta['random_next_fraction']:.1%} random "
-              f"next, {len(meta['shards'])} shards in {os.path.join(args.out, f'seq{length}')}")
+              f"next, {len(meta['shards'])} shards in {os.path.join(args.out, f'seq{length}')}"
+              + (f"; {unpaired} documents left unpaired (alone in their chunk: no other "
+                 "document to draw a random segment from)" if unpaired else ""))
     return 0
 
 

@@ -36,32 +36,42 @@ def build_parser():
 
 
 @contextlib.contextmanager
-def _quiet_stderr_fd():
-    """Silence file descriptor 2 for the duration; on an exception, replay what was captured.
+def quiet_stderr_fd(replay=lambda error: True):
+    """Silence file descriptor 2 for the duration; on an exception for which `replay(error)`
+    is true, show what was captured. Yields a file on the terminal's stderr (progress bars).
 
     TensorFlow's C++ libraries log CUDA/oneDNN start-up lines while loading, before absl logging
-    starts, so TF_CPP_MIN_LOG_LEVEL cannot hide them; capturing the descriptor can.
+    starts, so TF_CPP_MIN_LOG_LEVEL cannot hide them; capturing the descriptor can, and it also
+    catches what child processes (Beam's local workers) write.
     """
     sys.stderr.flush()
     saved = os.dup(2)
-    with tempfile.TemporaryFile() as captured:
+    with tempfile.TemporaryFile() as captured, os.fdopen(os.dup(saved), "w") as terminal:
         os.dup2(captured.fileno(), 2)
         try:
-            yield
-        except BaseException:
+            yield terminal
+        except BaseException as error:
+            sys.stderr.flush()
             os.dup2(saved, 2)
-            captured.seek(0)
-            sys.stderr.write(captured.read().decode(errors="replace"))
+            if replay(error):
+                captured.seek(0)
+                sys.stderr.write(captured.read().decode(errors="replace"))
             raise
         finally:
+            sys.stderr.flush()
             os.dup2(saved, 2)
             os.close(saved)
 
 
 def main(argv=None):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TF's Python-side logging
-    args = build_parser().parse_args(argv)
-    with _quiet_stderr_fd():
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if getattr(args, "pipeline_options", False):
+        args.pipeline_args = unknown  # Apache Beam's own options, passed to the runner
+    elif unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    with quiet_stderr_fd():
         import tensorflow  # noqa: F401  (loaded here so its start-up lines are not shown)
     try:
         return args.func(args) or 0

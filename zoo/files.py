@@ -57,6 +57,20 @@ class _GFileRaw(io.RawIOBase):
     def writable(self):
         return "w" in self._mode or "a" in self._mode
 
+    def seekable(self):
+        return self.readable()  # reading from a byte offset (corpus chunks)
+
+    def seek(self, offset, whence=io.SEEK_SET):
+        if whence == io.SEEK_CUR:
+            offset += self._file.tell()
+        elif whence == io.SEEK_END:
+            offset += self._file.size()
+        self._file.seek(offset)
+        return self._file.tell()
+
+    def tell(self):
+        return self._file.tell()
+
     def readinto(self, buffer):
         data = self._file.read(len(buffer))
         buffer[:len(data)] = data

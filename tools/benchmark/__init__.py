@@ -8,6 +8,8 @@
   zoo benchmark serving     raw text -> label (texts/s): zoo's exported SavedModel (float32 and
                             bfloat16) vs transformers' text-classification pipeline, same weights
   zoo benchmark tokenizers  WordPiece (tokens/s), zoo in tf.data vs transformers' BertTokenizerFast
+  zoo benchmark data        `zoo data pretrain` tokens/s and peak memory with 1 and 2 Beam workers
+                            vs the tokenize-only `tokenizers` BertWordPieceTokenizer on one core
   zoo benchmark all         all of the above; writes docs/benchmarks.md (--out) with the machine,
                             the versions, every command, and each ratio against its target
 
@@ -16,7 +18,7 @@ Ratios > 1 mean zoo is faster. Each run prints markdown tables.
 
 # The package: common.py (families, backends, ratios), weights.py (one set of weights for every
 # library), contenders.py and workers.py (the worker processes of models and finetune), one
-# module per benchmark (models, finetune, bucketing, serving, tokenizers), report.py (`run`,
+# module per benchmark (models, finetune, bucketing, serving, tokenizers, data), report.py (`run`,
 # and `zoo benchmark all`'s markdown file).
 
 import argparse
@@ -38,6 +40,7 @@ def register(subparsers):
             ("bucketing", "fine-tuning examples/s: data.pad_to_multiple_of vs pad-to-length"),
             ("serving", "exported SavedModel (raw text in, label out) vs transformers' pipeline"),
             ("tokenizers", "WordPiece throughput in tf.data vs transformers' fast tokenizer"),
+            ("data", "`zoo data pretrain` tokens/s and memory, 1 vs 2 Beam workers"),
             ("all", "every benchmark above; writes docs/benchmarks.md")):
         parsers[name] = targets.add_parser(name, help=help_text)
         parsers[name].set_defaults(func=run, target=name)
@@ -82,5 +85,13 @@ def register(subparsers):
     # vocabulary on English text; a larger one there keeps every word whole.
     tokenizers.add_argument("--vocab-size", type=int, default=1000)
     tokenizers.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True)
+    for name in ("data", "all"):
+        parsers[name].add_argument("--corpus-mb", nargs="+", type=float, default=None,
+                                   help="corpus sizes (default 32 128; 1 with --tiny); the "
+                                        "marginal rate is taken between the two largest")
+        parsers[name].add_argument("--workers", nargs="+", type=int, default=None,
+                                   help="Beam DirectRunner workers to compare (default 1 2)")
+    parsers["data"].add_argument("--tiny", action="store_true",
+                                 help="a 1 MB corpus: checks the benchmark itself")
     parsers["all"].add_argument("--out", default=os.path.join("docs", "benchmarks.md"),
                                 help="the markdown file to write (atomically)")

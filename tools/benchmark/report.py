@@ -13,6 +13,7 @@ import tempfile
 
 from tools.benchmark.bucketing import section_bucketing
 from tools.benchmark.common import _BACKENDS, FAMILIES
+from tools.benchmark.data import section_data
 from tools.benchmark.finetune import section_finetune
 from tools.benchmark.models import section_models
 from tools.benchmark.serving import section_serving
@@ -61,7 +62,7 @@ def run(args):
     progress = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
     sections = {"models": section_models, "finetune": section_finetune,
                 "bucketing": section_bucketing, "serving": section_serving,
-                "tokenizers": section_tokenizers}
+                "tokenizers": section_tokenizers, "data": section_data}
     chosen = list(sections) if args.target == "all" else [args.target]
     started = datetime.datetime.now()
     outputs = []
@@ -119,4 +120,4 @@ def run(args):
 # Options of `all` left out of the command line written into the file when at their default.
 _DEFAULTS = {"families": list(FAMILIES), "batches": [8, 1], "backends": list(_BACKENDS),
              "repeats": 5, "sequence_length": 128, "batch_size": None, "bf16": True,
-             "tiny": False}
+             "tiny": False, "corpus_mb": None, "workers": None}

@@ -10,6 +10,7 @@ a block gives inputs `block[:-1]` and next-token targets `block[1:]` (transforme
 import tensorflow as tf
 
 from zoo.data.pipeline import prefetched
+from zoo.data.pretraining.runner import ShardJob, run_job
 
 
 def causal_lm_dataset(texts, tokenizer, sequence_length, batch_size, separator_token_id=None,
@@ -74,70 +75,119 @@ def _batches(stream, sequence_length, batch_size, shuffle_buffer, seed, drop_rem
 HELD_OUT_EVERY = 20  # every 20th document is held out for evaluation (5 %)
 
 
-def write_causal_lm_data(corpus_files, tokenizer, out, shards=4):
+def load_causal_lm_tokenizer(vocab):
+    """The tokenizer of a tokenizer directory (BPE or WordPiece), or of a `vocab.txt` file
+    (WordPiece, lower-cased)."""
+    from zoo import files, tokenizers
+
+    if files.isdir(vocab):
+        return tokenizers.from_huggingface(vocab)
+    if files.isfile(vocab):
+        return tokenizers.WordPieceTokenizer(vocab, lowercase=True)
+    raise FileNotFoundError(f"--vocab {vocab}: expected a tokenizer directory or a vocab.txt "
+                            "file; found neither")
+
+
+class CausalLmJob(ShardJob):
+    """Token ids of whole documents: `causal_lm/train-*` and `causal_lm/dev-*`."""
+
+    name = "causal_lm"
+
+    def __init__(self, vocab, out, shards, corpus_files):
+        super().__init__(vocab, out)
+        self.shards, self.corpus_files = shards, corpus_files
+
+    def load_tokenizer(self):
+        return load_causal_lm_tokenizer(self.vocab)
+
+    def directories(self):
+        return {"causal_lm": [f"train-{k:05d}-of-{self.shards:05d}.tfrecord"
+                              for k in range(self.shards)] + ["dev-00000-of-00001.tfrecord"]}
+
+    def write_chunk(self, chunk):
+        """One record per document (run of non-blank lines; `[]` if it tokenized to nothing),
+        at the place its corpus-wide index gives it, so the parts of all chunks concatenate
+        into the round-robin layout."""
+        from zoo.data.pretraining.chunks import iter_chunk_documents
+
+        counts = {split: {"documents": 0, "tokens": 0} for split in ("train", "dev")}
+        shards = self.writers(chunk.index)["causal_lm"]
+        try:
+            read = 0
+            for read, document in enumerate(iter_chunk_documents(
+                    chunk.segments, self.tokenizer(), keep_empty=True), 1):
+                index = chunk.first_document + read - 1  # in the corpus
+                ids = [token for sentence in document for token in sentence]
+                if index % HELD_OUT_EVERY == HELD_OUT_EVERY - 1:
+                    split, shard = "dev", self.shards
+                else:  # documents before it: index, of which index // HELD_OUT_EVERY dev
+                    split, shard = "train", (index - index // HELD_OUT_EVERY) % self.shards
+                shards[shard].write(tf.train.Example(features=tf.train.Features(feature={
+                    "token_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=ids)),
+                })).SerializeToString(deterministic=True))
+                counts[split]["documents"] += bool(ids)
+                counts[split]["tokens"] += len(ids)
+        finally:
+            for writer in shards:
+                writer.close()
+        if read != chunk.documents:  # the plan and the reading must see the same documents
+            raise RuntimeError(f"chunk {chunk.index} of {chunk.segments[0].path}: planned "
+                               f"{chunk.documents} documents, read {read}")
+        return counts
+
+    def metadata(self, counts):
+        from zoo import files
+
+        totals = {split: {key: sum(c[split][key] for c in counts) for key in ("documents",
+                                                                            "tokens")}
+                  for split in ("train", "dev")}
+        if not totals["dev"]["documents"]:
+            raise ValueError(f"{', '.join(map(str, self.corpus_files))}: "
+                             f"{totals['train']['documents']} documents; at least "
+                             f"{HELD_OUT_EVERY} are needed (every {HELD_OUT_EVERY}th is held "
+                             "out for evaluation)")
+        names = self.directories()["causal_lm"]
+        return {"causal_lm": dict(
+            objective="causal_lm", vocabulary_size=int(self.tokenizer().vocabulary_size()),
+            shards={"train": names[:-1], "dev": names[-1:]}, held_out_every=HELD_OUT_EVERY,
+            num_documents={k: v["documents"] for k, v in totals.items()},
+            num_tokens={k: v["tokens"] for k, v in totals.items()}, num_chunks=len(counts),
+            corpus_files=[files.absolute(f) for f in self.corpus_files])}
+
+
+def write_causal_lm_data(corpus_files, tokenizer, out, shards=4, chunk_bytes=None,
+                         pipeline_args=None, progress=None):
     """Write a corpus as token-id shards for left-to-right LM pretraining, as a stream.
 
     `out/causal_lm/`: `train-0000k-of-0000n.tfrecord` and `dev-00000-of-00001.tfrecord`, one
     record per document (`token_ids`, int64: its sentences' ids in order), dealt round-robin
     over the train shards in corpus order; every HELD_OUT_EVERY-th document goes to dev (a
-    stream cannot know which are the last 5 %). `pretraining.json` beside them counts
-    documents and tokens per split. Documents are read one at a time
-    (`zoo.data.pretraining.iter_documents`: one sentence per line, a blank line between
-    documents), so memory does not grow with the corpus. The directory is written under a
+    stream cannot know which are the last 5 %). A document that tokenizes to nothing is an
+    empty record, which readers skip, so that every chunk of the corpus knows where its
+    documents go without the others (`zoo.data.pretraining.runner`). `pretraining.json` beside
+    them counts (non-empty) documents and tokens per split. The corpus is read in chunks, one
+    document at a time, so memory does not grow with it; the directory is written under a
     temporary name and replaces `out/causal_lm` whole when complete.
+
+    Args:
+        corpus_files: text files, one sentence per line, a blank line between documents.
+        tokenizer: a tokenizer, or the path `load_causal_lm_tokenizer` loads (a path is
+            needed for a Beam pipeline: each worker loads its own).
+        out: output directory.
+        shards: train shards.
+        chunk_bytes: text per chunk (default `zoo.data.pretraining.CHUNK_BYTES`).
+        pipeline_args: None to run in this process, or Apache Beam pipeline options.
+        progress: file the progress bar writes to (default `sys.stderr`).
 
     Returns:
         The metadata (dict).
     """
-    import json
-    import os
+    from zoo.data.pretraining.chunks import CHUNK_BYTES, plan_chunks
 
-    from zoo import files
-    from zoo.data.pretraining.instances import METADATA, _swap_in, iter_documents
-
-    names = {"train": [f"train-{k:05d}-of-{shards:05d}.tfrecord" for k in range(shards)],
-             "dev": ["dev-00000-of-00001.tfrecord"]}
-    counts = {split: {"documents": 0, "tokens": 0} for split in names}
-    files.makedirs(out)
-    staging = files.scratch_directory(out, ".causal_lm-")
-    try:
-        if not files.is_remote(staging):  # mkdtemp's 0700 would outlive the rename
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(staging, 0o777 & ~umask)
-        writers = {split: [tf.io.TFRecordWriter(os.path.join(staging, name))
-                           for name in split_names]
-                   for split, split_names in names.items()}
-        try:
-            for index, document in enumerate(iter_documents(corpus_files, tokenizer)):
-                ids = [token for sentence in document for token in sentence]
-                split = "dev" if index % HELD_OUT_EVERY == HELD_OUT_EVERY - 1 else "train"
-                count = counts[split]
-                writers[split][count["documents"] % len(names[split])].write(
-                    tf.train.Example(features=tf.train.Features(feature={
-                        "token_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=ids)),
-                    })).SerializeToString())
-                count["documents"] += 1
-                count["tokens"] += len(ids)
-        finally:
-            for split_writers in writers.values():
-                for writer in split_writers:
-                    writer.close()
-        if not counts["dev"]["documents"]:
-            raise ValueError(f"{', '.join(map(str, corpus_files))}: {counts['train']['documents']}"
-                             f" documents; at least {HELD_OUT_EVERY} are needed (every "
-                             f"{HELD_OUT_EVERY}th is held out for evaluation)")
-        metadata = dict(objective="causal_lm", vocabulary_size=int(tokenizer.vocabulary_size()),
-                        shards=names, held_out_every=HELD_OUT_EVERY,
-                        num_documents={k: v["documents"] for k, v in counts.items()},
-                        num_tokens={k: v["tokens"] for k, v in counts.items()},
-                        corpus_files=[files.absolute(f) for f in corpus_files])
-        with files.open(os.path.join(staging, METADATA), "w") as f:
-            json.dump(metadata, f, indent=2)
-        _swap_in(staging, os.path.join(out, "causal_lm"))
-    finally:
-        files.remove_quietly(staging)  # gone already unless something failed
-    return metadata
+    job = CausalLmJob(tokenizer, out, shards, list(corpus_files))
+    job.tokenizer()  # a bad vocabulary fails here, before any work
+    chunks = plan_chunks(corpus_files, chunk_bytes or CHUNK_BYTES, min_documents=1)
+    return run_job(job, chunks, pipeline_args, progress)["causal_lm"]
 
 
 def causal_lm_shards_dataset(directory, split, sequence_length, batch_size,
@@ -160,10 +210,12 @@ def causal_lm_shards_dataset(directory, split, sequence_length, batch_size,
     def parse(record):
         ids = tf.io.parse_single_example(
             record, {"token_ids": tf.io.VarLenFeature(tf.int64)})["token_ids"].values
-        ids = tf.cast(ids, tf.int32)
-        if separator_token_id is not None:
-            ids = tf.concat([ids, [separator_token_id]], axis=0)
-        return ids
+        return tf.cast(ids, tf.int32)
 
     ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    # A document that tokenized to nothing is an empty record (`write_causal_lm_data`).
+    ds = ds.filter(lambda ids: tf.size(ids) > 0)
+    if separator_token_id is not None:
+        ds = ds.map(lambda ids: tf.concat([ids, [separator_token_id]], axis=0),
+                    num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return _batches(ds, sequence_length, batch_size, shuffle_buffer, seed, drop_remainder)

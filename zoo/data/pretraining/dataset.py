@@ -13,7 +13,7 @@ import tensorflow_text as tf_text
 
 from zoo import files
 from zoo.data.pipeline import prefetched
-from zoo.data.pretraining.instances import METADATA
+from zoo.data.pretraining.runner import METADATA
 
 
 class ExactRateItemSelector(tf_text.RandomItemSelector):

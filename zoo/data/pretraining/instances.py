@@ -6,15 +6,15 @@ shards hold unmasked ids (masking is the input pipeline's, `zoo.data.pretraining
 `write_pretraining_data` writes `seq{length}/` with the shards and `METADATA` beside them.
 """
 
-import json
 import os
 import random
 
 import tensorflow as tf
 
 from zoo import files
+from zoo.data.pretraining.chunks import CHUNK_BYTES, Segment, iter_chunk_documents, plan_chunks
+from zoo.data.pretraining.runner import ShardJob, run_job
 
-METADATA = "pretraining.json"
 # Documents per pool (`iter_pools`): Wikipedia's articles run about 3 KB each, so a pool is
 # ~15 MB of text, held as Python lists of ids (~14 bytes per byte of text): ~200 MB.
 POOL_SIZE = 5000
@@ -47,7 +47,8 @@ def iter_documents(corpus_files, tokenizer, batch_size=4096):
 
     The format is the original's: one sentence per line, a blank line between documents; a
     file ends a document. Sentences that tokenize to nothing and empty documents are dropped,
-    as in the original. Memory holds one batch of lines and the documents they complete.
+    as in the original. Memory holds one batch of lines and the documents they complete
+    (`chunks.iter_chunk_documents` over whole files).
 
     Args:
         corpus_files: plain-text file paths (UTF-8).
@@ -56,49 +57,12 @@ def iter_documents(corpus_files, tokenizer, batch_size=4096):
     """
     from tqdm import tqdm
 
-    lines, ends = [], []  # ends[k]: whether a document ends after lines[k]
-    document = []
+    def progress(segment, lines):
+        return tqdm(lines, desc=f"tokenizing {os.path.basename(segment.path)}", unit=" lines",
+                    leave=False)
 
-    def flush():
-        nonlocal document
-        done = []
-        for ids, end in zip(tokenizer(tf.constant(lines)).to_list() if lines else [], ends):
-            if ids:
-                document.append(ids)
-            if end and document:
-                done.append(document)
-                document = []
-        lines.clear()
-        ends.clear()
-        return done
-
-    for path in corpus_files:
-        with files.open(path, "rb") as f:
-            for number, raw in enumerate(tqdm(f, desc=f"tokenizing {os.path.basename(path)}",
-                                              unit=" lines", leave=False), 1):
-                try:
-                    line = raw.decode("utf-8").strip()
-                except UnicodeDecodeError as error:
-                    raise ValueError(f"{path}:{number}: expected UTF-8 text, found byte "
-                                     f"0x{raw[error.start]:02x} at column {error.start + 1}"
-                                     ) from None
-                if not line:
-                    if ends:
-                        ends[-1] = True
-                    elif document:  # the blank line follows a flushed batch
-                        yield document
-                        document = []
-                    continue
-                lines.append(line)
-                ends.append(False)
-                if len(lines) == batch_size:
-                    yield from flush()
-        if ends:
-            ends[-1] = True
-        yield from flush()
-        if document:  # the file ended right after a flushed batch
-            yield document
-            document = []
+    return iter_chunk_documents([Segment(path, 0, None, 1) for path in corpus_files], tokenizer,
+                                batch_size, progress=progress)
 
 
 def read_documents(corpus_files, tokenizer, batch_size=4096):
@@ -232,24 +196,6 @@ def _truncate_pair(tokens_a, tokens_b, max_num_tokens, rng):
         longer.pop(0 if rng.random() < 0.5 else -1)
 
 
-def _swap_in(staging, directory):
-    """Replace `directory` (if any) by the complete `staging` directory."""
-    if not files.exists(directory):
-        files.move_directory(staging, directory)
-        return
-    aside = files.scratch_directory(os.path.dirname(directory) or ".",
-                               f".{os.path.basename(directory)}-old-")
-    old = os.path.join(aside, "old")
-    files.move_directory(directory, old)
-    try:
-        files.move_directory(staging, directory)
-    except BaseException:
-        files.move_directory(old, directory)  # put the previous data back
-        files.rmtree(aside)
-        raise
-    files.rmtree(aside)
-
-
 def _serialize(token_ids, segment_ids, next_sentence_label):
     def ints(values):
         return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
@@ -258,35 +204,123 @@ def _serialize(token_ids, segment_ids, next_sentence_label):
         "token_ids": ints(token_ids),
         "segment_ids": ints(segment_ids),
         "next_sentence_label": ints([next_sentence_label]),
-    })).SerializeToString()
+    })).SerializeToString(deterministic=True)  # map order fixed: same bytes every run
+
+
+class MlmNspJob(ShardJob):
+    """BERT's sentence pairs: `seq{length}/pretraining-*.tfrecord` for each length."""
+
+    name = "seq"
+
+    def __init__(self, vocab, out, max_sequence_lengths, shards, seed, short_seq_prob,
+                 dupe_factor, pool_size, corpus_files, chunk_bytes):
+        super().__init__(vocab, out)
+        self.lengths, self.shards, self.seed = list(max_sequence_lengths), shards, seed
+        self.short_seq_prob, self.dupe_factor = short_seq_prob, dupe_factor
+        self.pool_size, self.corpus_files, self.chunk_bytes = pool_size, corpus_files, chunk_bytes
+
+    def load_tokenizer(self):
+        return load_tokenizer(self.vocab)
+
+    def directories(self):
+        names = [f"pretraining-{k:05d}-of-{self.shards:05d}.tfrecord" for k in range(self.shards)]
+        return {f"seq{length}": names for length in self.lengths}
+
+    def special(self):
+        tokenizer = self.tokenizer()
+        return {name: int(getattr(tokenizer, name)) for name in
+                ("cls_token_id", "sep_token_id", "pad_token_id", "mask_token_id")}
+
+    def write_chunk(self, chunk):
+        """Pairs of each pool of the chunk, dealt round-robin over the shards' parts from shard
+        `chunk.index % shards`; random numbers from (seed, length, chunk, pool)."""
+        special = self.special()
+        cls, sep = special["cls_token_id"], special["sep_token_id"]
+        counts = {"documents": 0, "one_sentence": 0, "unpaired": 0,
+                  "pairs": {str(length): [0, 0] for length in self.lengths}}
+        writers = self.writers(chunk.index)
+        try:
+            documents = iter_chunk_documents(chunk.segments, self.tokenizer())
+            for index, pool in enumerate(iter_pools(documents, self.pool_size)):
+                counts["documents"] += len(pool)
+                # One-sentence documents give no IsNext pair: only used as random B.
+                counts["one_sentence"] += sum(len(d) == 1 for d in pool)
+                if len(pool) < 2:  # a chunk whose other documents tokenized to nothing
+                    counts["unpaired"] += len(pool)
+                    continue
+                for length in self.lengths:
+                    rng = random.Random(f"{self.seed}:{length}:{chunk.index}:{index}")
+                    count = counts["pairs"][str(length)]
+                    shards = writers[f"seq{length}"]
+                    for a, b, is_random_next in create_instances(
+                            pool, length, rng, self.short_seq_prob, self.dupe_factor):
+                        token_ids = [cls, *a, sep, *b, sep]
+                        segment_ids = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+                        shards[(chunk.index + count[0]) % self.shards].write(
+                            _serialize(token_ids, segment_ids, int(is_random_next)))
+                        count[0] += 1
+                        count[1] += int(is_random_next)
+        finally:
+            for length_writers in writers.values():
+                for writer in length_writers:
+                    writer.close()
+        return counts
+
+    def metadata(self, counts):
+        documents = sum(c["documents"] for c in counts)
+        if documents < 2:
+            raise ValueError(f"NSP needs at least 2 documents to draw random segments from; "
+                             f"found {documents} (documents are separated by blank lines)")
+        results = {}
+        for length in self.lengths:
+            pairs = sum(c["pairs"][str(length)][0] for c in counts)
+            random_next = sum(c["pairs"][str(length)][1] for c in counts)
+            results[f"seq{length}"] = dict(
+                max_sequence_length=length, num_instances=pairs,
+                random_next_fraction=random_next / max(pairs, 1), num_documents=documents,
+                num_one_sentence_documents=sum(c["one_sentence"] for c in counts),
+                num_unpaired_documents=sum(c["unpaired"] for c in counts),
+                vocabulary_size=int(self.tokenizer().vocabulary_size()),
+                **self.special(), shards=self.directories()[f"seq{length}"], seed=self.seed,
+                short_seq_prob=self.short_seq_prob, dupe_factor=self.dupe_factor,
+                pool_size=self.pool_size, chunk_bytes=self.chunk_bytes, num_chunks=len(counts),
+                corpus_files=[files.absolute(f) for f in self.corpus_files])
+        return results
 
 
 def write_pretraining_data(corpus_files, vocab, out, max_sequence_lengths=(128, 512), shards=4,
-                           seed=12345, short_seq_prob=0.1, dupe_factor=1, pool_size=POOL_SIZE):
+                           seed=12345, short_seq_prob=0.1, dupe_factor=1, pool_size=POOL_SIZE,
+                           chunk_bytes=CHUNK_BYTES, pipeline_args=None, progress=None):
     """Write BERT pretraining shards (sentence pairs, NSP labels, unmasked) for each length.
 
-    The corpus is read as a stream: documents are tokenized once, gathered into pools of
-    `pool_size` documents (`iter_pools`), and each pool is paired, shuffled and written before
-    the next is read, so memory holds one pool whatever the size of the corpus. NotNext
-    segments come from the document's own pool (the original drew them from the input file it
-    was processing); NSP stays 50/50. Each length gets its own pairs from `random.Random`
-    seeded by `seed`, the length and the pool's index, so the output is deterministic.
+    The corpus is read as a stream, in chunks of about `chunk_bytes` (`plan_chunks`), each cut
+    into pools of `pool_size` documents (`iter_pools`); each pool is paired, shuffled and
+    written before the next is read, so memory holds one pool whatever the size of the corpus.
+    NotNext segments come from the document's own pool (the original drew them from the input
+    file it was processing); NSP stays 50/50. Random numbers are seeded by `seed`, the length,
+    the chunk and the pool, so the output is the same in this process and on any Beam runner
+    with any number of workers (`runner.run_job`).
 
     Each `seq{length}` directory is written in full (shards, then `pretraining.json`) into a
-    temporary directory next to it, which then replaces it whole; on failure the temporary
-    directory is removed and the previous `seq{length}` is left as it was.
+    hidden directory in `out`, which then replaces it whole; on failure the previous
+    `seq{length}` is left as it was.
 
     Args:
         corpus_files: text files, one sentence per line, a blank line between documents.
-        vocab: `vocab.txt` path or tokenizer directory (see `load_tokenizer`), or a tokenizer.
+        vocab: `vocab.txt` path or tokenizer directory (see `load_tokenizer`), or a tokenizer
+            (in this process only).
         out: output directory; one subdirectory `seq{length}` per length.
         max_sequence_lengths: sequence lengths (128 and 512 in the paper, Appendix A.2).
-        shards: TFRecord files per length; pairs are dealt round-robin after shuffling.
+        shards: TFRecord files per length.
         seed: random seed.
         short_seq_prob: probability of a shorter target length (original: 0.1).
         dupe_factor: passes over each pool, each with new splits (original: 10, with static
             masks; with dynamic masking 1 is usual).
         pool_size: documents per pool (memory; NotNext segments come from the same pool).
+        chunk_bytes: text per chunk, the unit of parallel work.
+        pipeline_args: None to run in this process, or Apache Beam pipeline options (list of
+            strings) to run as a Beam pipeline.
+        progress: file the progress bar writes to (default `sys.stderr`).
 
     Returns:
         dict mapping each length to its metadata (also saved as `seq{length}/pretraining.json`).
@@ -295,75 +329,22 @@ def write_pretraining_data(corpus_files, vocab, out, max_sequence_lengths=(128, 
         >>> write_pretraining_data(["wiki.txt"], "vocab.txt", "pretrain")  # doctest: +SKIP
         >>> ds = pretraining_dataset("pretrain/seq128/*.tfrecord", 32, 128)  # doctest: +SKIP
     """
-    from tqdm import tqdm
-
-    tokenizer = load_tokenizer(vocab) if isinstance(vocab, (str, os.PathLike)) else vocab
-    special = {name: int(getattr(tokenizer, name)) for name in
-               ("cls_token_id", "sep_token_id", "pad_token_id", "mask_token_id")}
-    cls, sep = special["cls_token_id"], special["sep_token_id"]
     for length in max_sequence_lengths:
         if length < 5:
             raise ValueError(f"max_sequence_length={length}: expected >= 5, room for "
                              "[CLS] A [SEP] B [SEP] with two tokens in A and B together")
-    names = [f"pretraining-{k:05d}-of-{shards:05d}.tfrecord" for k in range(shards)]
-    umask = os.umask(0)
-    os.umask(umask)
-    files.makedirs(out)
-    # Every length is written to a hidden temporary directory next to seq{length}, which then
-    # replaces it in one piece: a failed run leaves the previous data untouched, and shards of
-    # an earlier run with another shard count cannot linger.
-    staging = {length: files.scratch_directory(out, f".seq{length}-")
-               for length in max_sequence_lengths}
-    counts = {length: [0, 0] for length in max_sequence_lengths}  # pairs, NotNext pairs
-    documents = one_sentence = 0
-    try:
-        writers = {}
-        for length, directory in staging.items():
-            if not files.is_remote(directory):  # mkdtemp's 0700 would outlive the rename
-                os.chmod(directory, 0o777 & ~umask)
-            writers[length] = [tf.io.TFRecordWriter(os.path.join(directory, name))
-                               for name in names]
-        try:
-            pools = iter_pools(iter_documents(corpus_files, tokenizer), pool_size)
-            for index, pool in enumerate(tqdm(pools, desc="pairing", unit=" pools",
-                                              leave=False)):
-                documents += len(pool)
-                # One-sentence documents give no IsNext pair: only used as random B.
-                one_sentence += sum(len(d) == 1 for d in pool)
-                for length in max_sequence_lengths:
-                    rng = random.Random(f"{seed}:{length}:{index}")
-                    count = counts[length]
-                    for a, b, is_random_next in create_instances(pool, length, rng,
-                                                                 short_seq_prob, dupe_factor):
-                        token_ids = [cls, *a, sep, *b, sep]
-                        segment_ids = [0] * (len(a) + 2) + [1] * (len(b) + 1)
-                        writers[length][count[0] % shards].write(
-                            _serialize(token_ids, segment_ids, int(is_random_next)))
-                        count[0] += 1
-                        count[1] += int(is_random_next)
-        finally:
-            for length_writers in writers.values():
-                for writer in length_writers:
-                    writer.close()
-        if documents < 2:
-            raise ValueError(f"NSP needs at least 2 documents to draw random segments from; "
-                             f"found {documents} (documents are separated by blank lines)")
-        results = {}
-        for length in max_sequence_lengths:
-            pairs, random_next = counts[length]
-            results[length] = dict(
-                max_sequence_length=length, num_instances=pairs,
-                random_next_fraction=random_next / max(pairs, 1), num_documents=documents,
-                num_one_sentence_documents=one_sentence,
-                vocabulary_size=int(tokenizer.vocabulary_size()),
-                **special, shards=names, seed=seed, short_seq_prob=short_seq_prob,
-                dupe_factor=dupe_factor, pool_size=pool_size,
-                corpus_files=[files.absolute(f) for f in corpus_files])
-            with files.open(os.path.join(staging[length], METADATA), "w") as f:
-                json.dump(results[length], f, indent=2)
-        for length in max_sequence_lengths:
-            _swap_in(staging[length], os.path.join(out, f"seq{length}"))
-    finally:
-        for directory in staging.values():  # gone already unless something failed
-            files.remove_quietly(directory)
-    return results
+    if pool_size < 2:
+        raise ValueError(f"pool_size={pool_size}: expected >= 2 (NotNext needs another "
+                         "document)")
+    job = MlmNspJob(vocab, out,
+                    max_sequence_lengths, shards, seed, short_seq_prob, dupe_factor, pool_size,
+                    list(corpus_files), chunk_bytes)
+    if isinstance(vocab, (str, os.PathLike)):
+        job.tokenizer()  # a bad vocabulary fails here, before any work
+    chunks = plan_chunks(corpus_files, chunk_bytes)
+    documents = sum(chunk.documents for chunk in chunks)
+    if documents < 2:
+        raise ValueError(f"NSP needs at least 2 documents to draw random segments from; found "
+                         f"{documents} (documents are separated by blank lines)")
+    metadata = run_job(job, chunks, pipeline_args, progress)
+    return {int(directory[len("seq"):]): meta for directory, meta in metadata.items()}

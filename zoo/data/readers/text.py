@@ -4,7 +4,6 @@ Each failure is a `DataError` naming the file and the line.
 """
 
 import json
-import os
 
 from zoo import files
 from zoo.data.readers.errors import DataError
