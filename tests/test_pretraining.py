@@ -262,16 +262,19 @@ def test_zoo_data_pretrain_command(tmp_path):
     vocab = write_vocab(str(tmp_path))
     corpus = write_corpus(str(tmp_path / "corpus.txt"), 30)
     out = tmp_path / "out"
+    # Beam's DirectRunner in this process: the two-worker runs are
+    # test_beam_writes_the_bytes_of_the_in_process_run_with_one_or_two_workers's.
     assert main(["data", "pretrain", "--corpus", corpus, "--vocab", vocab, "--out", str(out),
                  "--max-sequence-length", "16", "--shards", "2", "--dupe-factor", "2",
-                 "--short-seq-prob", "0"]) == 0
+                 "--short-seq-prob", "0", "--direct_num_workers", "1"]) == 0
     meta = json.loads((out / "seq16" / "pretraining.json").read_text())
     assert meta["dupe_factor"] == 2 and meta["short_seq_prob"] == 0.0
     assert meta["seed"] == 12345 and meta["shards"] == [
         "pretraining-00000-of-00002.tfrecord", "pretraining-00001-of-00002.tfrecord"]
     # A tokenizer directory works too; rewriting with fewer shards removes the stale ones.
     assert main(["data", "pretrain", "--corpus", corpus, "--vocab", str(tmp_path), "--out",
-                 str(out), "--max-sequence-length", "16", "--shards", "1"]) == 0
+                 str(out), "--max-sequence-length", "16", "--shards", "1",
+                 "--direct_num_workers=1"]) == 0
     assert sorted(os.listdir(out / "seq16")) == ["pretraining-00000-of-00001.tfrecord",
                                                  "pretraining.json"]
 

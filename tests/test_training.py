@@ -434,7 +434,7 @@ def test_left_to_right_pretraining_learns(sample_data, tmp_path, family, capsys)
     if family == "gpt1":
         assert cli(["data", "pretrain", "--objective", "causal_lm", "--corpus",
                     str(data_dir / "corpus.txt"), "--vocab", vocab, "--out",
-                    str(tmp_path / "data")]) == 0
+                    str(tmp_path / "data"), "--direct_num_workers=1"]) == 0
         assert "held out" in capsys.readouterr().out
         data_dir = tmp_path / "data" / "causal_lm"
     config = config_lib.resolve(experiment, TINY[family][:1] + TINY[family][1:] + [

@@ -176,8 +176,8 @@ def section_data(args, progress=print):
                   + ", ".join(f"{n} worker{'s' * (n > 1)} {rate:,.0f} tokens/s"
                               for n, rate in marginal.items()) + ".", ""]
         if 1 in marginal and 2 in marginal:
-            summary.append(("data pretrain tokens/s, 2 workers vs 1 (marginal)",
+            summary.append(("data pretrain tokens/s, 2 workers vs 1 (marginal; #19)",
                             _target(marginal[2] / marginal[1], 1.7)))
-            summary.append(("data pretrain tokens/s per core (2 workers) vs tokenizers' "
+            summary.append(("data pretrain tokens/s per core (2 workers; #19) vs tokenizers' "
                             "tokenize-only", _target(marginal[2] / 2 / reference_rate, 0.5)))
     return lines, summary  # one corpus size (--tiny): no marginal rate, no ratio
