@@ -40,6 +40,13 @@ MASK = "[MASK]"  # what a served masked-LM text marks its blanks with
 TOP_K = 5  # candidates the served masked LM returns per blank
 
 
+def _batches_per_step(input_context):
+    """Batches one input pipeline gives per training step: one per replica it feeds."""
+    if input_context is None:
+        return 1
+    return input_context.num_replicas_in_sync // input_context.num_input_pipelines
+
+
 class _Pretraining(Task):
     """What both objectives share: a corpus under `data.dir` instead of official files,
     phases over rounds, evaluation on fixed batches."""
@@ -65,7 +72,8 @@ class _Pretraining(Task):
             bounds.append(min(schedule.rounds, int(round(total * schedule.rounds))))
         bounds[-1] = schedule.rounds
         return [training.Phase(bounds[i], bounds[i + 1],
-                               lambda skip, length=length: self.train_dataset(length, skip))
+                               lambda skip, input_context=None, length=length:
+                               self.train_dataset(length, skip, input_context=input_context))
                 for i, length in enumerate(self.lengths())]
 
     def dataset(self, split, repeat=False, skip_batches=0):
@@ -132,17 +140,20 @@ class MaskedLMTask(_Pretraining):
         n = self.metadata(self.lengths()[0])["num_instances"]
         return max(1, n // self.config.train.batch_size)
 
-    def train_dataset(self, length, skip_batches=0, seed=None, repeat=True):
+    def train_dataset(self, length, skip_batches=0, seed=None, repeat=True, input_context=None):
+        """Training batches at `length`, after `skip_batches` steps (resuming). With an
+        `input_context` (`zoo.training.distribution.distributed_dataset`) this worker's
+        pipeline: its shard files, one replica's share of each batch."""
         data = self.config.data
         ds = pretraining_dataset(
             self.files(length), self.config.train.batch_size, length,
             mask_selection_rate=data.mask_selection_rate, mask_token_rate=data.mask_token_rate,
             random_token_rate=data.random_token_rate,
             seed=self.config.train.seed if seed is None else seed, repeat=repeat,
-            shuffle_buffer=10_000 if repeat else 0)
+            shuffle_buffer=10_000 if repeat else 0, input_context=input_context)
         if not self.config.model.next_sentence:
             ds = ds.map(lambda x, y, w: (x, {"mlm": y["mlm"]}, {"mlm": w["mlm"]}))
-        return ds.skip(skip_batches)
+        return ds.skip(skip_batches * _batches_per_step(input_context))
 
     def eval_dataset(self):
         # Fixed masks (a fixed seed, no shuffling) over the first batches of the shards.
@@ -255,19 +266,19 @@ class CausalLMTask(_Pretraining):
                              "held out for evaluation), found {len(documents)}")
         self.documents = {"train": documents[:-held_out], "dev": documents[-held_out:]}
 
-    def _blocks(self, split, shuffle, seed):
+    def _blocks(self, split, shuffle, seed, input_context=None):
         length = self.config.data.sequence_length
         separator = None if self.gpt else self.tokenizer.sep_token_id
         if self.shards is not None:
             ds = causal_lm_shards_dataset(
                 self.config.data.dir, split, length, self.config.train.batch_size,
                 separator_token_id=separator, shuffle_buffer=10_000 if shuffle else 0,
-                seed=seed, drop_remainder=shuffle)
+                seed=seed, drop_remainder=shuffle, input_context=input_context)
         else:
             ds = causal_lm_dataset(self.documents[split], self.tokenizer, length,
                                    self.config.train.batch_size, separator_token_id=separator,
                                    shuffle_buffer=10_000 if shuffle else 0, seed=seed,
-                                   drop_remainder=shuffle)
+                                   drop_remainder=shuffle, input_context=input_context)
         if not self.gpt:  # the BERT encoder also takes segment ids
             ds = ds.map(lambda x, y: ({**x, "segment_ids": tf.zeros_like(x["token_ids"])}, y))
         return ds.map(lambda x, y: (x, {"lm": y}, {"lm": tf.ones_like(y, tf.float32)}))
@@ -284,9 +295,11 @@ class CausalLMTask(_Pretraining):
                 self._steps = max(1, sum(1 for _ in self._blocks("train", True, 0)))
         return self._steps
 
-    def train_dataset(self, length, skip_batches=0):
-        blocks = self._blocks("train", True, self.config.train.seed)
-        return blocks.repeat().skip(skip_batches)
+    def train_dataset(self, length, skip_batches=0, input_context=None):
+        """Training blocks after `skip_batches` steps; with an `input_context`, this worker's
+        blocks, one replica's share of each batch."""
+        blocks = self._blocks("train", True, self.config.train.seed, input_context)
+        return blocks.repeat().skip(skip_batches * _batches_per_step(input_context))
 
     def eval_dataset(self):
         return self._blocks("dev", False, None)

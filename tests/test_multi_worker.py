@@ -41,15 +41,16 @@ def _ports(n):
     return ports
 
 
-def _command(sample_data, run_dir, *extra):
-    args = [sys.executable, "-m", "tools.main", "train", "--experiment", "bert/glue_mrpc",
+def _command(sample_data, run_dir, *extra, experiment="bert/glue_mrpc"):
+    args = [sys.executable, "-m", "tools.main", "train", "--experiment", experiment,
             "--run-dir", str(run_dir)]
-    for value in mrpc(sample_data, *SETTINGS, *extra):
+    for value in (mrpc(sample_data, *SETTINGS, *extra) if experiment == "bert/glue_mrpc"
+                  else extra):
         args += ["--set", value]
     return args
 
 
-def _start_workers(sample_data, run_dir):
+def _start_workers(sample_data, run_dir, *extra, experiment="bert/glue_mrpc"):
     addresses = [f"127.0.0.1:{port}" for port in _ports(2)]
     procs = []
     for index in range(2):
@@ -58,7 +59,8 @@ def _start_workers(sample_data, run_dir):
         env = dict(os.environ, TF_CONFIG=json.dumps(tf_config), TF_CPP_MIN_LOG_LEVEL="3",
                    PYTHONPATH=REPO, KERAS_BACKEND="tensorflow")
         procs.append(subprocess.Popen(
-            _command(sample_data, run_dir, "train.strategy=multi_worker_mirrored"), cwd=REPO,
+            _command(sample_data, run_dir, "train.strategy=multi_worker_mirrored", *extra,
+                     experiment=experiment), cwd=REPO,
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     return procs
 
@@ -132,3 +134,31 @@ def test_a_killed_worker_restarts_with_the_chief_and_resumes_from_the_backup(run
     assert _max_difference(resumed, uninterrupted) < 1e-5
     assert _max_difference(resumed, _weights(run_dir / "workers" / "worker-1" /
                                              "final.keras")) == 0.0
+
+
+def test_pretraining_builds_one_input_pipeline_per_worker(sample_data, tmp_path):
+    """BERT pretraining under MultiWorkerMirroredStrategy: each worker builds its own input
+    pipeline (`distribute_datasets_from_function`; which records each reads:
+    test_pretraining.py::test_each_input_pipeline_reads_its_own_records), the workers stay
+    in lock-step and end with the same weights."""
+    from zoo.data.pretraining import write_pretraining_data
+
+    write_pretraining_data([str(sample_data["root"] / "corpus" / "corpus.txt")],
+                           sample_data["wordpiece"], str(tmp_path / "shards"), shards=4,
+                           max_sequence_lengths=[32])
+    run_dir = tmp_path / "pretrain"
+    outputs = _finish(_start_workers(
+        sample_data, run_dir, "model.preset=bert_tiny", "model.backbone.hidden_dim=64",
+        f"model.vocabulary={sample_data['wordpiece']}", f"data.dir={tmp_path / 'shards'}",
+        "train.batch_size=8", "train.steps=4", "train.warmup_steps=1", "train.eval_every=2",
+        "data.phases=[{sequence_length: 32, fraction: 1.0}]", experiment="bert/pretrain"))
+    assert all("CollectiveAllReduceStrategy, 2 replicas" in out for out in outputs), outputs[0]
+    for index, out in enumerate(outputs):
+        assert (f"input: one pipeline per worker (2 in all), this one pipeline {index} for 1 "
+                "replica(s)") in out, out[-2000:]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert [m["step"] for m in metrics] == [2, 4]
+    assert all(np.isfinite(v) for m in metrics for v in m.values()), metrics
+    assert _max_difference(_weights(run_dir / "final.keras"), _weights(
+        run_dir / "workers" / "worker-1" / "final.keras")) == 0.0
+

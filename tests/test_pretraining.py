@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tests.data_fixtures import write_corpus, write_vocab, wordpiece
+from zoo import training
 from zoo.data.pretraining import (create_instances, mask_tokens, pretraining_dataset,
                                   write_pretraining_data)
 
@@ -535,3 +536,94 @@ def test_a_failed_beam_worker_leaves_the_previous_shards(tmp_path, monkeypatch):
                                               "--direct_num_workers=1"])
     assert len(chunks_seen) == 3  # two chunks had written their parts
     assert sorted(os.listdir(out)) == ["seq32"] and read_tree(out / "seq32") == before
+
+
+# === One input pipeline per worker (tf.distribute) ===
+
+
+def unmasked(x, y, sample_weight):
+    """The records of a batch as they are in the shards: masked positions given back their
+    labels, padding cut off."""
+    tokens = x["token_ids"].numpy().copy()
+    positions, labels = x["mask_positions"].numpy(), y["mlm"].numpy()
+    real = sample_weight["mlm"].numpy() > 0
+    for row in range(len(tokens)):
+        tokens[row, positions[row][real[row]]] = labels[row][real[row]]
+    lengths = x["padding_mask"].numpy().sum(axis=1)
+    return [tuple(t[:n]) + (int(nsp),) for t, n, nsp in zip(tokens, lengths, y["nsp"].numpy())]
+
+
+def context(pipeline, pipelines, replicas):
+    return tf.distribute.InputContext(num_input_pipelines=pipelines, input_pipeline_id=pipeline,
+                                      num_replicas_in_sync=replicas)
+
+
+@pytest.mark.parametrize("shards", [4, 1])
+def test_each_input_pipeline_reads_its_own_records(tmp_path, shards):
+    """Two workers' pipelines: their own shard files (or, with one file, every other record),
+    together every record once; batches of one replica's share of the global batch of 8."""
+    tokenizer = wordpiece(write_vocab(str(tmp_path)))
+    write_pretraining_data([write_corpus(str(tmp_path / "corpus.txt"), 80)], vocab=tokenizer,
+                           out=str(tmp_path), shards=shards, max_sequence_lengths=[32])
+    files = sorted(glob.glob(str(tmp_path / "seq32" / "*.tfrecord")))
+    records = sorted(tuple(t) + (int(r),) for t, _, r in read_shards(files))
+    seen = []
+    for pipeline in (0, 1):
+        ds = pretraining_dataset(files, 8, 32, shuffle_buffer=0, drop_remainder=False,
+                                 input_context=context(pipeline, 2, 2))
+        batches = [unmasked(*batch) for batch in ds]
+        assert max(map(len, batches)) == 4
+        seen.append(sorted(r for batch in batches for r in batch))
+        if shards == 4:  # files 0 and 2, or 1 and 3
+            assert seen[-1] == sorted(tuple(t) + (int(r),) for t, _, r in
+                                      read_shards(files[pipeline::2]))
+    assert not set(seen[0]) & set(seen[1]) and sorted(seen[0] + seen[1]) == records
+
+
+def test_a_resumed_pipeline_skips_whole_steps(sample_data, tmp_path):
+    """Resuming at step k, a pipeline feeding two replicas skips 2k of its batches: the first
+    batch after the skip is the one an uninterrupted run draws at step k, masks included."""
+    import tasks
+    from zoo import config as config_lib
+
+    write_pretraining_data([str(sample_data["root"] / "corpus" / "corpus.txt")],
+                           sample_data["wordpiece"], str(tmp_path), shards=2,
+                           max_sequence_lengths=[32])
+    config = config_lib.resolve("bert/pretrain", [
+        "model.preset=bert_tiny", f"model.vocabulary={sample_data['wordpiece']}",
+        f"data.dir={tmp_path}", "train.batch_size=8",
+        "data.phases=[{sequence_length: 32, fraction: 1.0}]"])
+    task = tasks.create(config.task, config)
+    [phase] = task.phases(training.Schedule(config.train, task.steps_per_epoch()))
+    pipeline = context(0, 1, 2)
+    uninterrupted = [batch for batch in phase.dataset(0, input_context=pipeline).take(8)]
+    resumed = next(iter(phase.dataset(3, input_context=pipeline)))
+    assert uninterrupted[0][0]["token_ids"].shape[0] == 4  # one replica's share of 8
+    for name in ("token_ids", "mask_positions", "segment_ids"):
+        np.testing.assert_array_equal(resumed[0][name], uninterrupted[6][0][name])
+
+
+def test_fit_gets_one_pipeline_per_worker_under_a_strategy():
+    """Under a tf.distribute strategy a phase that takes an `input_context` is built per
+    worker (`distribute_datasets_from_function`); other tasks' datasets and the default
+    strategy are passed to `fit` as they are."""
+    from zoo.config import TrainConfig as Train
+    from zoo.training import distribution
+
+    contexts = []
+
+    def per_worker(skip, input_context=None):
+        contexts.append((skip, input_context))
+        return tf.data.Dataset.range(16).batch(2)
+
+    def plain(skip):
+        return tf.data.Dataset.range(4)
+
+    mirrored = Train(strategy="mirrored")  # over this process's one CPU device
+    ds = distribution.distributed_dataset(mirrored, per_worker, 3)
+    assert isinstance(ds, tf.distribute.DistributedDataset)
+    assert [(skip, c.num_input_pipelines, c.input_pipeline_id) for skip, c in contexts] == [
+        (3, 1, 0)]
+    assert isinstance(distribution.distributed_dataset(mirrored, plain, 3), tf.data.Dataset)
+    assert isinstance(distribution.distributed_dataset(Train(), per_worker, 3),
+                      tf.data.Dataset)

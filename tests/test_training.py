@@ -267,15 +267,34 @@ def test_a_killed_run_resumes_and_ends_with_the_uninterrupted_weights(sample_dat
 
 
 def test_mirrored_strategy_over_two_cpu_devices(sample_data, tmp_path):
+    """MRPC (Keras splits each global batch) and BERT pretraining (one input pipeline per
+    worker, `distribute_datasets_from_function`), side by side in two processes."""
+    from zoo.data.pretraining import write_pretraining_data
+
     args = ["--experiment", "bert/glue_mrpc", "--run-dir", str(tmp_path / "run")]
     for override in mrpc(sample_data, "train.steps=6", "train.eval_every=3",
                          "train.strategy=mirrored", "train.devices=2"):
         args += ["--set", override]
-    proc = zoo_train(args)
-    out = proc.communicate(timeout=600)[0]
-    assert proc.returncode == 0, out[-3000:]
-    assert "MirroredStrategy, 2 replicas" in out
-    assert len(json.loads((tmp_path / "run" / "metrics.json").read_text())) == 2
+    write_pretraining_data([str(sample_data["root"] / "corpus" / "corpus.txt")],
+                           sample_data["wordpiece"], str(tmp_path / "shards"), shards=2,
+                           max_sequence_lengths=[32])
+    pretrain = ["--experiment", "bert/pretrain", "--run-dir", str(tmp_path / "pretrain")]
+    for override in (*TINY["bert"], f"model.vocabulary={sample_data['wordpiece']}",
+                     f"data.dir={tmp_path / 'shards'}", "train.batch_size=8", "train.steps=6",
+                     "train.warmup_steps=2", "train.eval_every=3", "train.strategy=mirrored",
+                     "train.devices=2",
+                     "data.phases=[{sequence_length: 32, fraction: 1.0}]"):
+        pretrain += ["--set", override]
+    procs = [zoo_train(args), zoo_train(pretrain)]
+    for proc, run in zip(procs, ("run", "pretrain")):
+        out = proc.communicate(timeout=600)[0]
+        assert proc.returncode == 0, out[-3000:]
+        assert "MirroredStrategy, 2 replicas" in out
+        assert ("input: one pipeline per worker (1 in all), this one pipeline 0 for 2 "
+                "replica(s)" in out) == (run == "pretrain"), out[-2000:]
+        metrics = json.loads((tmp_path / run / "metrics.json").read_text())
+        assert [m["step"] for m in metrics] == [3, 6]
+        assert all(math.isfinite(v) for m in metrics for v in m.values()), metrics
 
 
 def fit_on_backend(root, vocabulary):

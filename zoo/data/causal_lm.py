@@ -14,7 +14,7 @@ from zoo.data.pretraining.runner import ShardJob, run_job
 
 
 def causal_lm_dataset(texts, tokenizer, sequence_length, batch_size, separator_token_id=None,
-                      shuffle_buffer=0, seed=None, drop_remainder=True):
+                      shuffle_buffer=0, seed=None, drop_remainder=True, input_context=None):
     """A tf.data pipeline of `(x, y)` batches of contiguous token blocks, for `fit`.
 
     `x` holds `token_ids` and `padding_mask` (all ones: blocks are full), each
@@ -29,6 +29,9 @@ def causal_lm_dataset(texts, tokenizer, sequence_length, batch_size, separator_t
         shuffle_buffer: blocks in the shuffle buffer (0: keep stream order).
         seed: shuffle seed.
         drop_remainder: drop a last partial batch.
+        input_context: a `tf.distribute.InputContext` when each worker builds its own input:
+            `batch_size` is the global batch, batches hold one replica's share, and pipeline
+            k of n keeps blocks k, k + n, ... of the stream.
 
     Example:
         >>> from zoo.tokenizers import WordPieceTokenizer
@@ -51,14 +54,19 @@ def causal_lm_dataset(texts, tokenizer, sequence_length, batch_size, separator_t
 
     ds = tf.data.Dataset.from_tensor_slices(tf.constant(list(texts), tf.string))
     ds = ds.batch(256).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    return _batches(ds, sequence_length, batch_size, shuffle_buffer, seed, drop_remainder)
+    return _batches(ds, sequence_length, batch_size, shuffle_buffer, seed, drop_remainder,
+                    input_context)
 
 
-def _batches(stream, sequence_length, batch_size, shuffle_buffer, seed, drop_remainder):
+def _batches(stream, sequence_length, batch_size, shuffle_buffer, seed, drop_remainder,
+             input_context=None):
     """(x, y) batches of blocks cut from `stream`, a dataset of 1-D int32 pieces of the token
     stream in order."""
     # Re-cut the token stream into blocks; one extra token gives the last target.
     ds = stream.rebatch(sequence_length + 1, drop_remainder=True)
+    if input_context is not None:  # the stream is one order: each worker keeps its blocks
+        batch_size = input_context.get_per_replica_batch_size(batch_size)
+        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     if shuffle_buffer:
         ds = ds.shuffle(shuffle_buffer, seed=seed)
 
@@ -192,7 +200,7 @@ def write_causal_lm_data(corpus_files, tokenizer, out, shards=4, chunk_bytes=Non
 
 def causal_lm_shards_dataset(directory, split, sequence_length, batch_size,
                              separator_token_id=None, shuffle_buffer=0, seed=None,
-                             drop_remainder=True):
+                             drop_remainder=True, input_context=None):
     """`causal_lm_dataset`'s batches from the shards of `write_causal_lm_data` in `directory`,
     streamed: the documents in corpus order (the train shards interleaved back into it), a
     separator id after each if given, cut into blocks."""
@@ -218,4 +226,5 @@ def causal_lm_shards_dataset(directory, split, sequence_length, batch_size,
     if separator_token_id is not None:
         ds = ds.map(lambda ids: tf.concat([ids, [separator_token_id]], axis=0),
                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    return _batches(ds, sequence_length, batch_size, shuffle_buffer, seed, drop_remainder)
+    return _batches(ds, sequence_length, batch_size, shuffle_buffer, seed, drop_remainder,
+                    input_context)

@@ -1,6 +1,6 @@
 """Where a run computes: logical CPU devices, tf.distribute strategies, the Keras 3.15.1
-multi-worker patch (keras-team/keras#20585), TF_CONFIG clusters, and keras.distribution over
-JAX devices (data parallel, or a data x model mesh).
+multi-worker patch (keras-team/keras#20585), TF_CONFIG clusters, keras.distribution over
+JAX devices (data parallel, or a data x model mesh), and per-worker input pipelines.
 """
 
 import contextlib
@@ -227,3 +227,35 @@ def scope(train, distribution=None):
     replicas = strategy.num_replicas_in_sync
     return strategy.scope(), replicas, (f"{type(strategy).__name__}, {replicas} "
                                         f"replica{'s' if replicas > 1 else ''}")
+
+
+def distributed_dataset(train, dataset_fn, skip_batches):
+    """What `fit` reads for a phase: `dataset_fn(skip_batches)`, or under a tf.distribute
+    strategy, one input pipeline per worker when `dataset_fn` takes an `input_context`.
+
+    With such a function (the pretraining tasks' phases) each worker builds its own pipeline
+    (`strategy.distribute_datasets_from_function`): it reads only its shard files and batches
+    one replica's share of the global batch, instead of every worker reading the corpus and
+    Keras slicing the global batch (`experimental_distribute_dataset`'s AUTO policy). Resuming
+    still skips whole steps: `skip_batches` counts steps, which the task turns into its
+    pipeline's batches. Under JAX, Keras's distribution splits each global batch itself.
+    """
+    import inspect
+
+    if (keras.backend.backend() != "tensorflow" or train.strategy in ("default", "one_device")
+            or "input_context" not in inspect.signature(dataset_fn).parameters):
+        return dataset_fn(skip_batches)
+    strategy = make_strategy(train)
+    contexts = []
+
+    def per_worker(context):
+        contexts.append(context)
+        return dataset_fn(skip_batches, input_context=context)
+
+    dataset = strategy.distribute_datasets_from_function(per_worker)
+    if contexts:  # built here, for this worker's devices
+        print(f"input: one pipeline per worker ({contexts[0].num_input_pipelines} in all), "
+              f"this one pipeline {contexts[0].input_pipeline_id} for "
+              f"{strategy.num_replicas_in_sync // contexts[0].num_input_pipelines} "
+              "replica(s)", flush=True)
+    return dataset

@@ -42,7 +42,8 @@ class Schedule:
 
 @dataclasses.dataclass
 class Phase:
-    """Rounds [first_round, last_round) trained on `dataset(skip_batches)`."""
+    """Rounds [first_round, last_round) trained on `dataset(skip_batches)`; a `dataset` that
+    also takes `input_context` is built once per worker (`distribution.distributed_dataset`)."""
 
     first_round: int
     last_round: int
@@ -141,7 +142,7 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
                 continue
             first = max(start_round, phase.first_round)
             skip = (first - phase.first_round) * schedule.eval_every
-            dataset = phase.dataset(skip)
+            dataset = distribution_lib.distributed_dataset(train_config, phase.dataset, skip)
             model.fit(dataset, epochs=phase.last_round, initial_epoch=first,
                       steps_per_epoch=schedule.eval_every, callbacks=callbacks, verbose=0,
                       shuffle=False)

@@ -159,7 +159,8 @@ def _files_and_metadata(shards):
 
 def pretraining_dataset(files, batch_size, max_sequence_length, *, mask_selection_rate=0.15,
                         mask_token_rate=0.8, random_token_rate=0.1, mask_selection_length=None,
-                        shuffle_buffer=10_000, seed=None, repeat=False, drop_remainder=True):
+                        shuffle_buffer=10_000, seed=None, repeat=False, drop_remainder=True,
+                        input_context=None):
     """Batches of masked-LM + NSP examples from `write_pretraining_data` shards, for `fit`.
 
     Masks are drawn anew every time a batch is produced (dynamic masking). Each element is the
@@ -193,6 +194,11 @@ def pretraining_dataset(files, batch_size, max_sequence_length, *, mask_selectio
             the same sequence of epochs, and every pass over the dataset draws new masks.
         repeat: repeat forever (for step-based training).
         drop_remainder: keep batches full, so every batch has a static shape.
+        input_context: a `tf.distribute.InputContext` when each worker builds its own input
+            (`strategy.distribute_datasets_from_function`): `batch_size` is then the global
+            batch and batches hold one replica's share of it; pipeline k of n reads the shard
+            files k, k + n, ... (or, with fewer files than pipelines, every n-th record of
+            them all) and draws its masks from its own seed.
 
     Example:
         >>> ds = pretraining_dataset("pretrain/seq128/*.tfrecord", 32, 128)  # doctest: +SKIP
@@ -234,11 +240,22 @@ def pretraining_dataset(files, batch_size, max_sequence_length, *, mask_selectio
         sample_weight = {"mlm": masked["mask_weights"], "nsp": tf.ones_like(nsp, tf.float32)}
         return x, y, sample_weight
 
+    pipeline, pipelines = 0, 1
+    if input_context is not None:
+        batch_size = input_context.get_per_replica_batch_size(batch_size)
+        pipeline, pipelines = input_context.input_pipeline_id, input_context.num_input_pipelines
+    by_file = len(files) >= pipelines
+    if by_file:  # each worker reads its own files (FILE sharding, no bytes read twice)
+        files = files[pipeline::pipelines]
     ds = tf.data.Dataset.from_tensor_slices(files)
     if shuffle_buffer:
         ds = ds.shuffle(len(files), seed=seed)
     ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=min(len(files), 4),
                        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if not by_file:  # fewer files than workers: every worker reads all, keeps its records
+        ds = ds.shard(pipelines, pipeline)
+    if pipeline and seed is not None:
+        seed += 7919 * pipeline  # another worker's masks and order from another seed
     if shuffle_buffer:
         ds = ds.shuffle(shuffle_buffer, seed=seed)
     if repeat:
