@@ -157,7 +157,7 @@ def _pretrain(args, beam, progress):
                                      short_seq_prob=args.short_seq_prob,
                                      pool_size=args.pool_size or POOL_SIZE,
                                      chunk_bytes=chunk_bytes, pipeline_args=beam,
-                                    progress=progress)
+                                     progress=progress)
     for length, meta in results.items():
         unpaired = meta["num_unpaired_documents"]
         print(f"seq{length}: {meta['num_instances']} sentence pairs from "
