@@ -618,3 +618,49 @@ def test_cli_reads_and_writes_remote_paths(cases):
     assert sorted(files.listdir(f"{base}/hf")) == ["config.json", "model.safetensors"]
     assert main(["convert", f"{base}/hf", f"{base}/out/again.keras"]) == 0
     assert main(["convert", f"{base}/hf", f"{base}/out/again.keras"]) == 1  # exists: refused
+
+
+@pytest.mark.parametrize("family", ["bert", "gpt1"])
+def test_a_transformers_5_folder_fine_tunes_with_init_checkpoint_alone(family, sample_data,
+                                                                       tmp_path):
+    """A folder as transformers 5 saves it (config.json, model.safetensors, tokenizer.json,
+    tokenizer_config.json; no vocab.txt / vocab.json) is a starting point with no
+    model.vocabulary: the run copies tokenizer.json and tokenizes as AutoTokenizer does."""
+    import os
+
+    import tensorflow as tf
+    import transformers
+
+    from tools.main import main as cli
+    from zoo import tokenizers
+
+    folder = tmp_path / "hf"
+    if family == "bert":
+        tokenizer = transformers.BertTokenizerFast(
+            os.path.join(sample_data["wordpiece"], "vocab.txt"), do_lower_case=True)
+        model = transformers.BertModel(transformers.BertConfig(
+            vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
+            num_attention_heads=2, intermediate_size=64, max_position_embeddings=64))
+    else:
+        tokenizer = transformers.OpenAIGPTTokenizerFast(
+            os.path.join(sample_data["bpe"], "vocab.json"),
+            os.path.join(sample_data["bpe"], "merges.txt"))
+        model = transformers.OpenAIGPTModel(transformers.OpenAIGPTConfig(
+            vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=2, n_positions=64))
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    assert sorted(os.listdir(folder)) == ["config.json", "model.safetensors", "tokenizer.json",
+                                          "tokenizer_config.json"]
+    run_dir = tmp_path / "run"
+    sst2 = sample_data["root"] / "glue" / "SST-2"
+    args = ["train", "--experiment", f"{family}/glue_sst2", "--run-dir", str(run_dir)]
+    for setting in (f"model.init_checkpoint={folder}", f"data.dir={sst2}", "train.steps=2",
+                    "train.eval_every=2", "train.batch_size=8", "data.sequence_length=32"):
+        args += ["--set", setting]
+    assert cli(args) == 0
+    assert "tokenizer.json" in os.listdir(run_dir / "vocabulary")
+    texts = [line.split("\t")[0] for line in
+             (sst2 / "dev.tsv").read_text(encoding="utf-8").splitlines()[1:41]]
+    ours = tokenizers.from_huggingface(str(run_dir / "vocabulary"))(tf.constant(texts))
+    theirs = transformers.AutoTokenizer.from_pretrained(folder)(texts, add_special_tokens=False)
+    assert ours.to_list() == theirs["input_ids"]

@@ -194,6 +194,68 @@ def _assert_same(texts, ours, theirs):
     assert not mismatches, f"{len(mismatches)}/{len(texts)} lines differ, first: {mismatches[0]}"
 
 
+def _tokenizer_json_only(vocab_dirs, kind, directory):
+    """The folder transformers 5 saves for a fast tokenizer: tokenizer.json and
+    tokenizer_config.json, no vocab.txt / vocab.json / merges.txt."""
+    import transformers
+
+    source = vocab_dirs[kind]
+    if kind.startswith("wordpiece"):
+        fast = transformers.BertTokenizerFast(os.path.join(source, "vocab.txt"),
+                                              do_lower_case=kind == "wordpiece_uncased")
+    elif kind == "bpe":
+        fast = transformers.OpenAIGPTTokenizerFast(os.path.join(source, "vocab.json"),
+                                                   os.path.join(source, "merges.txt"))
+    else:
+        fast = transformers.GPT2TokenizerFast(os.path.join(source, "vocab.json"),
+                                              os.path.join(source, "merges.txt"))
+    fast.save_pretrained(directory)
+    for name in ("vocab.txt", "vocab.json", "merges.txt"):
+        if os.path.exists(os.path.join(directory, name)):
+            os.remove(os.path.join(directory, name))
+    assert "tokenizer.json" in os.listdir(directory)
+    return directory
+
+
+@pytest.mark.parametrize("kind", ["wordpiece_uncased", "wordpiece_cased", "bpe", "byte_level"])
+def test_a_tokenizer_json_only_folder_gives_the_ids_of_auto_tokenizer(vocab_dirs, tmp_path,
+                                                                      kind):
+    """tokenizer.json alone (what transformers 5 saves): the vocabulary, merges and the
+    normalizer's casing read from it; ids and offsets equal AutoTokenizer's on the folder."""
+    import transformers
+
+    folder = _tokenizer_json_only(vocab_dirs, kind, str(tmp_path / kind))
+    ours = tokenizers.from_huggingface(folder)
+    expected = {"wordpiece_uncased": tokenizers.WordPieceTokenizer,
+                "wordpiece_cased": tokenizers.WordPieceTokenizer, "bpe": tokenizers.GPTTokenizer,
+                "byte_level": tokenizers.ByteLevelBPETokenizer}[kind]
+    assert type(ours) is expected
+    theirs = transformers.AutoTokenizer.from_pretrained(folder, split_special_tokens=True)
+    ids, offsets = _ours(ours, CORPUS)
+    their_ids, their_offsets = _theirs(theirs, CORPUS)
+    _assert_same(CORPUS, ids, their_ids)
+    _assert_same(CORPUS, offsets, their_offsets)
+    assert ours.vocabulary_size() == len(theirs)
+
+
+def test_tokenizer_json_that_zoo_cannot_reproduce_is_refused(tmp_path):
+    import json
+
+    spec = {"normalizer": {"type": "NFKC"}, "model": {"type": "WordPiece", "vocab": {"a": 0}}}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec))
+    with pytest.raises(ValueError, match="tokenizer.json: a NFKC normalizer: zoo reproduces "
+                                         "BERT's normalizer"):
+        tokenizers.from_huggingface(str(tmp_path))
+    spec = {"model": {"type": "Unigram", "vocab": {"a": 0}}}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec))
+    with pytest.raises(ValueError, match="a 'Unigram' model; zoo reads WordPiece and BPE"):
+        tokenizers.from_huggingface(str(tmp_path))
+    spec = {"model": {"type": "WordPiece", "vocab": {"a": 0, "b": 0}}}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec))
+    with pytest.raises(ValueError, match="model.vocab ids must be 0..1, each once; 'b' has 0"):
+        tokenizers.from_huggingface(str(tmp_path))
+
+
 # --- Parity with transformers on the corpus ---
 
 @pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])

@@ -73,8 +73,8 @@ def copy_vocabulary(model_config, run_dir):
         if files.isfile(source):
             files.copy(source, os.path.join(staging, "vocab.txt"))
         else:
-            for name in ("vocab.txt", "vocab.json", "merges.txt", "tokenizer_config.json",
-                         "special_tokens_map.json"):
+            for name in ("vocab.txt", "vocab.json", "merges.txt", "tokenizer.json",
+                         "tokenizer_config.json", "special_tokens_map.json"):
                 if files.isfile(os.path.join(source, name)):
                     files.copy(os.path.join(source, name), os.path.join(staging, name))
         files.move_directory(staging, target)
