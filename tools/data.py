@@ -53,8 +53,8 @@ def register(subparsers):
     pretrain.add_argument("--short-seq-prob", type=float, default=0.1,
                           help="probability of a shorter target length")
     pretrain.add_argument("--pool-size", type=int, default=None,
-                          help="documents held in memory at once (default 5000); NotNext "
-                               "segments come from the same pool")
+                          help="documents paired together, at most a chunk's (default "
+                               "5000); NotNext segments come from the same pool")
     pretrain.add_argument("--runner", default="DirectRunner",
                           help="Apache Beam runner (default DirectRunner: this machine, one "
                                "worker process per core unless --direct_num_workers says "
