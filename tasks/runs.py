@@ -1,5 +1,5 @@
-"""Experiments end to end: `zoo train` (one run, seeds, sweeps), `zoo evaluate` and `zoo
-export` of a run directory.
+"""Experiments end to end: `zoo train` (one run, seeds, sweeps), `zoo evaluate`, `zoo export`
+and `zoo convert --to hf` of a run directory.
 
 This is the layer above the task registry: it builds the task of a config (`tasks.create`)
 and hands it to the mechanisms of `zoo.training` (the fit loop, run directories, strategies)
@@ -177,3 +177,26 @@ def export_run(run_dir, base, version=None, checkpoint="best", progress=print,
     config, task, model = load_task(run_dir, checkpoint)
     return export.write_version(task, model, base, version, config.train.mixed_precision,
                                 mixed_precision, run_dir, checkpoint, progress)
+
+
+def convert_run(run_dir, path, checkpoint="best", progress=False):
+    """Write a run's model as a Hugging Face folder that `pipeline(task, model=path)` loads.
+
+    `zoo convert RUN_DIR OUT --to hf`: the weights with their head (`zoo.convert.to_huggingface`
+    says which heads), `id2label` from the task's label names (classes, NER tags, image
+    class folders) and the run's own tokenizer files, or for images the image processor.
+
+    Args:
+        run_dir: a `zoo train` run directory.
+        path: the folder to create; it must not exist.
+        checkpoint: "best" (falling back to "final") or "final".
+        progress: show a progress bar over the tensors.
+    """
+    from zoo import convert
+
+    _, task, model = load_task(run_dir, checkpoint)
+    labels = getattr(task, "labels", None)
+    convert.to_huggingface(model, path, progress=progress,
+                           labels=None if labels is None else list(labels),
+                           tokenizer=getattr(task, "tokenizer", None))
+

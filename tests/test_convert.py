@@ -16,6 +16,7 @@ import pytest
 
 import zoo
 import zoo.convert
+import zoo.tokenizers
 from tests.harness import BACKENDS, assert_outputs_close, run_in_backend, to_numpy
 from zoo.convert import ConversionError
 
@@ -387,6 +388,147 @@ def test_to_huggingface_refuses_what_transformers_cannot_express(model, message,
     assert list(tmp_path.iterdir()) == []
 
 
+# === Fine-tuned heads to transformers' task models ===
+
+def _choices(inputs):
+    """(2, 9) BERT inputs as (1, 2, 9): two choices of one example."""
+    return {key: value[None] for key, value in inputs.items()}
+
+
+# transformers class -> (zoo head model builder, label names or None, input transform)
+HEADS = {
+    "BertForSequenceClassification": (
+        lambda: zoo.models.BertClassifier(_bert(), 3), ["neutral", "entailment", "contradiction"],
+        None),
+    "BertForSequenceClassification-regression": (
+        lambda: zoo.models.BertClassifier(_bert(), 1), None, None),  # STS-B
+    "BertForQuestionAnswering": (lambda: zoo.models.BertSpanQA(_bert()), None, None),
+    "BertForTokenClassification": (
+        lambda: zoo.models.BertTokenClassifier(_bert(), 4), ["O", "B-PER", "I-PER", "B-LOC"],
+        None),
+    "BertForMultipleChoice": (lambda: zoo.models.BertMultipleChoice(_bert(), 2), None, _choices),
+    "OpenAIGPTLMHeadModel": (lambda: zoo.models.CausalLanguageModel(_gpt()), None, None),
+}
+
+
+@pytest.mark.parametrize("name", list(HEADS))
+def test_fine_tuned_heads_load_in_transformers_with_the_same_logits(name, tmp_path):
+    """Every weight lands (nothing missing or unexpected, including the pooler that span QA
+    and token classification leave out) and the task logits agree on every real position;
+    id2label carries the label names; STS-B is a regression head."""
+    import torch
+    import transformers
+
+    build, labels, transform = HEADS[name]
+    class_name = name.split("-")[0]
+    keras.utils.set_random_seed(0)
+    model = _randomize_keras(build(), 0)
+    family = "gpt" if class_name.startswith("OpenAI") else "bert"
+    inputs = _inputs(family, dict(vocab_size=43 if family == "bert" else 37, type_vocab_size=3),
+                     0)
+    inputs = transform(inputs) if transform else inputs
+    zoo.convert.to_huggingface(model, tmp_path / "hf", labels=labels)
+
+    hf, info = getattr(transformers, class_name).from_pretrained(
+        tmp_path / "hf", output_loading_info=True)
+    problems = {k: v for k, v in info.items() if k != "error_msgs" and v}
+    assert not problems and not info.get("error_msgs"), problems
+    torch_inputs = {"input_ids": "token_ids", "attention_mask": "padding_mask",
+                    "token_type_ids": "segment_ids"}
+    with torch.no_grad():
+        out = hf.eval()(**{key: torch.tensor(inputs[ours], dtype=torch.long)
+                           for key, ours in torch_inputs.items() if ours in inputs})
+    actual = model.predict_on_batch(inputs)
+    real = inputs["padding_mask"].astype(bool)
+    if class_name == "BertForQuestionAnswering":  # zoo gives padding -1e9; compare real ones
+        pairs = [(actual["start_positions"][real], out.start_logits.numpy()[real]),
+                 (actual["end_positions"][real], out.end_logits.numpy()[real])]
+    elif class_name in ("BertForTokenClassification", "OpenAIGPTLMHeadModel"):
+        key = "lm" if family == "gpt" else "logits"
+        pairs = [(actual[key][real], out.logits.numpy()[real])]
+    else:
+        pairs = [(actual["logits"], out.logits.numpy())]
+    for ours, theirs in pairs:
+        assert ours.shape == theirs.shape and ours.size > 0
+        np.testing.assert_allclose(ours, theirs, atol=ATOL, rtol=0)
+    print(f"\n{name} max abs diff: "
+          f"{max(float(np.max(np.abs(a - b))) for a, b in pairs):.1e}")
+    if labels:
+        assert hf.config.id2label == dict(enumerate(labels))
+        assert hf.config.label2id == {label: i for i, label in enumerate(labels)}
+    if name.endswith("regression"):
+        assert hf.config.problem_type == "regression" and hf.config.num_labels == 1
+
+
+@pytest.mark.parametrize("model, message", [
+    (lambda: zoo.models.GPTClassifier(_gpt(), 2), "extract token"),
+    (lambda: zoo.models.BertFeatureTagger(_bert(return_hidden_states=True), 3, "last",
+                                          lstm_units=4),
+     "BiLSTM"),
+    (lambda: zoo.models.CausalLanguageModel(_bert(causal=True)), "left-to-right BERT"),
+])
+def test_heads_without_a_transformers_model_are_refused_with_the_reason(model, message,
+                                                                        tmp_path):
+    with pytest.raises(ConversionError, match=message):
+        zoo.convert.to_huggingface(model(), tmp_path / "hf")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_label_names_and_tokenizers_must_fit_the_model(tmp_path):
+    classifier = zoo.models.BertClassifier(_bert(), 3)
+    with pytest.raises(ConversionError, match="2 label names for 3 outputs"):
+        zoo.convert.to_huggingface(classifier, tmp_path / "a", labels=["x", "y"])
+    with pytest.raises(ConversionError, match="has no classes to name"):
+        zoo.convert.to_huggingface(zoo.models.BertSpanQA(_bert()), tmp_path / "b",
+                                   labels=["x", "y"])
+    tokenizer = zoo.tokenizers.WordPieceTokenizer(
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])
+    with pytest.raises(ConversionError, match="the tokenizer has 6 tokens, the model's "
+                       "embedding 43"):
+        zoo.convert.to_huggingface(classifier, tmp_path / "c", tokenizer=tokenizer)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "bpe"])
+def test_written_tokenizer_folders_give_zoos_ids_in_auto_tokenizer(kind, sample_data, tmp_path):
+    """`save_huggingface` output: AutoTokenizer picks transformers' class for the model and
+    gives zoo's ids on the awkward corpus (accents, CJK, emoji, control characters, long
+    words, special-token strings as text); pairs get BERT's [CLS] A [SEP] B [SEP]; GPT-1's
+    fine-tuning tokens keep their ids; and zoo reads the folder back to the same tokenizer."""
+    import transformers
+
+    from tests.test_tokenizers import CORPUS
+    from zoo.tokenizers.saving import save_huggingface
+
+    if kind == "wordpiece":
+        tokenizer = zoo.tokenizers.from_directory(sample_data["wordpiece"])
+    else:
+        tokenizer = zoo.tokenizers.from_huggingface(
+            sample_data["bpe"], special_tokens=zoo.tokenizers.GPT1_SPECIAL_TOKENS)
+    written = save_huggingface(tokenizer, str(tmp_path), model_max_length=64)
+    assert "tokenizer.json" in written and "tokenizer_config.json" in written
+    hf = transformers.AutoTokenizer.from_pretrained(tmp_path)
+    assert type(hf).__name__ == ("BertTokenizer" if kind == "wordpiece" else "OpenAIGPTTokenizer")
+    assert hf.model_max_length == 64
+    expected = tokenizer(CORPUS).to_list()
+    assert [hf(text, add_special_tokens=False)["input_ids"] for text in CORPUS] == expected
+    extra = {}
+    if kind == "wordpiece":
+        a, b = tokenizer(["first part", "second"]).to_list()
+        pair = hf("first part", "second")
+        assert pair["input_ids"] == [tokenizer.cls_token_id, *a, tokenizer.sep_token_id, *b,
+                                     tokenizer.sep_token_id]
+        assert pair["token_type_ids"] == [0] * (len(a) + 2) + [1] * (len(b) + 1)
+    else:
+        extra = dict(special_tokens=zoo.tokenizers.GPT1_SPECIAL_TOKENS)
+        assert hf.convert_tokens_to_ids(list(zoo.tokenizers.GPT1_SPECIAL_TOKENS)) == [
+            tokenizer.token_to_id(t) for t in zoo.tokenizers.GPT1_SPECIAL_TOKENS]
+        assert "token_type_ids" not in hf("a")  # OpenAIGPT would embed them as tokens
+    again = zoo.tokenizers.from_huggingface(str(tmp_path), **extra)
+    assert again.get_vocabulary() == tokenizer.get_vocabulary()
+    assert again(CORPUS).to_list() == expected
+
+
 # === Bad input ===
 
 def _break(kind, src):
@@ -548,6 +690,15 @@ def test_cli_refuses_flags_that_do_not_apply(cases, tmp_path, capsys):
     assert main(["convert", str(cases / "bert" / "hf"), str(tmp_path / "m.keras"),
                  "--bert-config", "bert_config.json"]) == 1
     assert "--bert-config applies to Google BERT checkpoints only" in capsys.readouterr().err
+    assert main(["convert", str(keras_file), str(tmp_path / "hf"), "--to", "hf",
+                 "--checkpoint", "final"]) == 1
+    assert "--checkpoint applies to run directories only" in capsys.readouterr().err
+    run_dir = tmp_path / "run"  # what marks a run directory; refused before anything loads
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("{}")
+    (run_dir / "best.keras").write_bytes(b"")
+    assert main(["convert", str(run_dir), str(tmp_path / "m.keras")]) == 1
+    assert "a run directory converts with --to hf only" in capsys.readouterr().err
     assert not (tmp_path / "hf").exists() and not (tmp_path / "m.keras").exists()
 
 

@@ -107,6 +107,48 @@ def test_a_sentence_pair_export_answers_like_the_pipeline(mrpc_export, mrpc_serv
     assert metadata["task"] == "glue/mrpc" and metadata["version"] == 1
 
 
+def test_a_fine_tuned_run_converts_for_transformers_pipeline(mrpc_export, mrpc_served,
+                                                             tmp_path, capsys):
+    """`zoo convert RUN OUT --to hf` (issue 20): transformers' BertForSequenceClassification
+    on AutoTokenizer's packing of the dev pairs gives the run's logits, and
+    `pipeline("text-classification")` on the raw pairs gives the labels the zoo export
+    serves (`zoo predict`'s answers, test_zoo_predict_... below)."""
+    import torch
+    import transformers
+
+    run_dir, _ = mrpc_export
+    out = tmp_path / "hf"
+    assert cli(["convert", str(run_dir), str(out), "--to", "hf"]) == 0
+    assert f"{run_dir} (run, best checkpoint) -> {out}" in capsys.readouterr().out
+    assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+            "vocab.txt"} <= set(os.listdir(out))
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(out).eval()
+    assert type(model).__name__ == "BertForSequenceClassification"
+    _, task, _ = runs.load_task(str(run_dir))
+    assert model.config.id2label == dict(enumerate(task.labels))
+    tokenizer = transformers.AutoTokenizer.from_pretrained(out)
+    dev = mrpc_served["dev"]
+    batch = tokenizer(list(dev["sentence1"]), list(dev["sentence2"]), truncation=True,
+                      max_length=32, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        logits = model(**batch).logits.numpy()
+    difference = np.max(np.abs(logits - mrpc_served["logits"]))
+    print(f"\nMRPC dev: max |zoo - transformers| logit {difference:.1e}")
+    assert difference <= 1e-4
+
+    classify = transformers.pipeline("text-classification", model=str(out), device="cpu")
+    answers = classify([{"text": a, "text_pair": b} for a, b in
+                        zip(dev["sentence1"], dev["sentence2"])], truncation=True,
+                       max_length=32, top_k=None)  # every label's score, best first
+    served = mrpc_served["served_dev"]
+    assert [answer[0]["label"] for answer in answers] == [x.decode() for x in served["label"]]
+    # The tiny run says "1" to most pairs, so the probabilities are compared too (within
+    # what logits 1e-4 apart allow).
+    scores = [[{a["label"]: a["score"] for a in answer}[name] for name in task.labels]
+              for answer in answers]
+    np.testing.assert_allclose(scores, served["probabilities"], atol=1e-4, rtol=0)
+
+
 def test_gpt1_similarity_regression_exports_a_score(sample_data, tmp_path):
     # GPT-1 section 3.3: both sentence orders; STS-B: one score, no label.
     run_dir = _train(sample_data, tmp_path / "run", "gpt1/glue_stsb", "STS-B", family="gpt1")

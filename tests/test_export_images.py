@@ -72,6 +72,40 @@ def test_image_bytes_give_the_pipeline_probabilities_and_labels(exported):
         "serving_ids": ({"pixels"}, {"probabilities", "label"})}
 
 
+def test_a_converted_run_classifies_like_the_export_in_transformers_pipeline(exported,
+                                                                           tmp_path):
+    """`zoo convert RUN OUT --to hf` (issue 20): ViTForImageClassification with the class
+    folders as id2label gives the run's logits on the dev images, and `pipeline("image-
+    classification")` on the image files (its ViTImageProcessor from the folder's
+    preprocessor_config.json) gives the served labels and probabilities."""
+    import pathlib
+
+    import torch
+    import transformers
+
+    task, model, predictions, _, path, served = exported
+    out = tmp_path / "hf"
+    assert cli(["convert", str(pathlib.Path(path).parent.parent / "run"), str(out),
+                "--to", "hf"]) == 0
+    hf = transformers.AutoModelForImageClassification.from_pretrained(out).eval()
+    assert [hf.config.id2label[i] for i in range(len(task.labels))] == list(task.labels)
+    columns, _ = predictions["dev"]
+    pixels = np.stack([_pixels(task, pathlib.Path(file).read_bytes()) for file in columns["path"]])
+    with torch.no_grad():
+        theirs = hf(pixel_values=torch.tensor(pixels.transpose(0, 3, 1, 2))).logits.numpy()
+    difference = np.max(np.abs(model.predict({"images": pixels}, verbose=0)["logits"] - theirs))
+    print(f"\nimages dev: max |zoo - transformers| logit {difference:.1e}")
+    assert difference <= 1e-4
+
+    classify = transformers.pipeline("image-classification", model=str(out), device="cpu")
+    answers = classify(list(columns["path"]), top_k=len(task.labels))
+    pngs = served[0]
+    assert [answer[0]["label"] for answer in answers] == [x.decode() for x in pngs["label"]]
+    scores = [[{a["label"]: a["score"] for a in answer}[name] for name in task.labels]
+              for answer in answers]
+    np.testing.assert_allclose(scores, pngs["probabilities"], atol=1e-4, rtol=0)
+
+
 def test_bad_image_bytes_are_invalid_argument(exported):
     """Text, a truncated PNG, no bytes, junk, and one bad image in a good batch."""
     *_, served = exported

@@ -113,6 +113,39 @@ def test_gpt_completions_equal_the_python_loop(gpt):
         "serving_ids": ({"token_ids", "padding_mask"}, {"logits"})}
 
 
+def test_a_converted_gpt_run_generates_like_the_export_in_transformers_pipeline(gpt, tmp_path):
+    """`zoo convert RUN OUT --to hf` (issue 20): OpenAIGPTLMHeadModel gives the run's logits,
+    and `pipeline("text-generation")` (greedy) continues the prompts as the export does."""
+    import pathlib
+
+    import torch
+    import transformers
+
+    from tools.main import main as cli
+
+    task, model, path, served = gpt
+    out = tmp_path / "hf"
+    run_dir = pathlib.Path(path).parent.parent / "run"
+    assert cli(["convert", str(run_dir), str(out), "--to", "hf"]) == 0
+    hf = transformers.AutoModelForCausalLM.from_pretrained(out).eval()
+    assert type(hf).__name__ == "OpenAIGPTLMHeadModel"
+    x = task.tokenizer(PROMPTS).to_tensor().numpy()
+    mask = (task.tokenizer(PROMPTS).to_tensor(default_value=-1).numpy() >= 0).astype("int32")
+    with torch.no_grad():
+        theirs = hf(input_ids=torch.tensor(x, dtype=torch.long),
+                    attention_mask=torch.tensor(mask, dtype=torch.long)).logits.numpy()
+    ours = np.asarray(model({"token_ids": x, "padding_mask": mask})["lm"])
+    real = mask > 0
+    difference = np.max(np.abs(ours[real] - theirs[real]))
+    print(f"\nGPT-1 prompts: max |zoo - transformers| logit {difference:.1e}")
+    assert difference <= 1e-4
+
+    generate = transformers.pipeline("text-generation", model=str(out), device="cpu")
+    completions = [generate(prompt, max_new_tokens=6, do_sample=False, return_full_text=False)
+                   [0]["generated_text"].strip() for prompt in PROMPTS]
+    assert completions == [c.decode().strip() for c in served[0]["completion"]]
+
+
 def test_gpt_bad_prompts(gpt):
     task, model, path, served = gpt
     empty, long, bad, nothing, mismatch = served[len(GPT_REQUESTS):]

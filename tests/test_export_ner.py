@@ -105,6 +105,49 @@ def test_fine_tuned_export_equals_predict(fine_tuned, tmp_path):
     assert results[5]["words"].shape == results[5]["tags"].shape == (1, 0)
 
 
+def test_a_converted_run_tags_like_the_export_in_transformers_pipeline(fine_tuned,
+                                                                      fine_tuned_run, tmp_path):
+    """`zoo convert RUN OUT --to hf` (issue 20): BertForTokenClassification with the tag names
+    as id2label gives the run's logits on the dev sentences, and `pipeline("token-
+    classification")` on their raw text tags each word's first sub-token as `predict` does
+    (whose tags the export serves: test_fine_tuned_export_equals_predict)."""
+    import torch
+    import transformers
+
+    from tools.main import main as cli
+
+    _, task, model = fine_tuned
+    out = tmp_path / "hf"
+    assert cli(["convert", str(fine_tuned_run[0]), str(out), "--to", "hf"]) == 0
+    hf = transformers.AutoModelForTokenClassification.from_pretrained(out).eval()
+    assert [hf.config.id2label[i] for i in range(len(task.labels))] == list(task.labels)
+    dev = task.examples("dev")["words"]
+    x = align_tokens(tf.ragged.constant(dev), task.tokenizer, task.config.data.sequence_length)
+    x = {key: x[key].numpy() for key in ("token_ids", "segment_ids", "padding_mask")}
+    with torch.no_grad():
+        theirs = hf(input_ids=torch.tensor(x["token_ids"], dtype=torch.long),
+                    token_type_ids=torch.tensor(x["segment_ids"], dtype=torch.long),
+                    attention_mask=torch.tensor(x["padding_mask"], dtype=torch.long)).logits
+    real = x["padding_mask"] > 0
+    difference = np.max(np.abs(model.predict_on_batch(x)["logits"][real] - theirs.numpy()[real]))
+    print(f"\nCoNLL dev: max |zoo - transformers| logit {difference:.1e}")
+    assert difference <= 1e-4
+
+    expected, _ = task.predict(model, "dev")
+    tag = transformers.pipeline("token-classification", model=str(out), device="cpu",
+                                ignore_labels=[])  # every token, "O" too
+    length = task.config.data.sequence_length
+    compared = 0
+    for words, tags, tokens in zip(dev, expected, tag([" ".join(words) for words in dev])):
+        if len(tokens) > length - 2:
+            continue  # zoo cuts longer sentences at the sequence length, the pipeline not
+        first = {token["start"]: token["entity"] for token in tokens}
+        starts = np.cumsum([0] + [len(word) + 1 for word in words[:-1]])
+        assert [first[int(start)] for start in starts] == tags, words
+        compared += 1
+    assert compared >= 40 and sum(t != "O" for s in expected for t in s) > 0
+
+
 @pytest.mark.skipif(os.environ.get("ZOO_ALL_STYLES") != "1", reason=(
     "reduced form: a second run, export and serving process cost ~35 s; the feature-based "
     "model shares the serving code of the fine-tuned one; ZOO_ALL_STYLES=1 runs it"))

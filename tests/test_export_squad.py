@@ -100,7 +100,8 @@ def exports(sample_data, tmp_path_factory):
         # The Python pipeline on the bad inputs it accepts (a context with tokens).
         alone = {case: python_answer(task, model, inputs, tau) for case, inputs in bad_inputs()
                  if case in COMPARED}
-        out[name] = {"path": path, "examples": examples, "windows": windows, "spans": spans,
+        out[name] = {"run_dir": run_dir, "path": path, "examples": examples,
+                     "windows": windows, "spans": spans,
                      "tau": tau, "requests": requests, "logits": logits, "alone": alone}
     # Both exports answer in one fresh process (one TensorFlow start-up), which also runs
     # `saved_model_cli show` on the v2.0 export.
@@ -148,6 +149,70 @@ def test_served_answers_equal_the_python_pipeline(exports, name):
     assert answered >= 10
     if name == "squad_v2":
         assert len(examples) - answered >= 5, (answered, tau)  # some questions unanswered
+
+
+def test_a_converted_run_answers_like_the_export_in_transformers_pipeline(exports, tmp_path):
+    """`zoo convert RUN OUT --to hf` (issue 20) gives a BertForQuestionAnswering with the run's
+    logits on every dev window, and transformers' tokenizer and model give the served answer
+    to every question whose context fits one window."""
+    import torch
+    import transformers
+
+    from tools.main import main as cli
+
+    run = exports["squad_v1"]
+    out = tmp_path / "hf"
+    assert cli(["convert", str(run["run_dir"]), str(out), "--to", "hf"]) == 0
+    model = transformers.AutoModelForQuestionAnswering.from_pretrained(out).eval()
+    assert type(model).__name__ == "BertForQuestionAnswering"
+    windows = run["windows"]
+    names = {"input_ids": "token_ids", "token_type_ids": "segment_ids",
+             "attention_mask": "padding_mask"}
+    with torch.no_grad():
+        theirs = model(**{k: torch.tensor(np.asarray(windows[v]), dtype=torch.long)
+                          for k, v in names.items()})
+    _, task, ours = runs.load_task(str(run["run_dir"]))
+    logits = ours.predict({v: windows[v] for v in names.values()}, batch_size=256, verbose=0)
+    real = np.asarray(windows["padding_mask"]) > 0
+    difference = max(np.max(np.abs(logits[f"{k}_positions"][real] -
+                                   getattr(theirs, f"{k}_logits").numpy()[real]))
+                     for k in ("start", "end"))
+    print(f"\nSQuAD dev windows: max |zoo - transformers| logit {difference:.1e}")
+    assert difference <= 1e-4
+
+    # transformers 5 removed the question-answering pipeline (transformers.pipelines.
+    # REMOVED_TASKS), so its answer is built here from transformers' own parts: AutoTokenizer's
+    # packing and character offsets, the converted model, and BERT 4.2's rule (the span i..j
+    # of the context with the highest S·T_i + E·T_j, j >= i, at most max_answer_length tokens)
+    # searched over every pair.
+    data = task.config.data
+    tokenizer = transformers.AutoTokenizer.from_pretrained(out)
+    counts = np.bincount(windows["example_index"], minlength=len(run["examples"]))
+    single = [i for i, count in enumerate(counts) if count == 1 and len(tokenizer(
+        run["examples"][i]["question"], add_special_tokens=False)["input_ids"]) <=
+        data.max_query_length]  # one window, and a question zoo does not cut
+    assert len(single) >= 10
+    served = run["served"][0]
+    for i in single:
+        example = run["examples"][i]
+        batch = tokenizer(example["question"], example["context"], truncation="only_second",
+                          max_length=data.sequence_length, return_offsets_mapping=True,
+                          return_tensors="pt")
+        offsets = batch.pop("offset_mapping")[0].numpy()
+        context = np.array(batch.sequence_ids(0)) == 1
+        with torch.no_grad():
+            result = model(**batch)
+        start, end = result.start_logits[0].numpy(), result.end_logits[0].numpy()
+        scores = start[:, None] + end[None, :]
+        n = len(start)
+        rows, columns = np.indices((n, n))
+        valid = (context[:, None] & context[None, :] & (columns >= rows)
+                 & (columns - rows < data.max_answer_length))
+        s, e = np.unravel_index(np.argmax(np.where(valid, scores, -np.inf)), scores.shape)
+        a, b = int(offsets[s][0]), int(offsets[e][1])
+        assert (example["context"][a:b], a, b) == (
+            served["answer"][i].decode(), int(served["start_char"][i]),
+            int(served["end_char"][i])), example["id"]
 
 
 @pytest.mark.parametrize("name", ["squad_v1", "squad_v2"])

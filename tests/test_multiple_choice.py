@@ -107,6 +107,35 @@ def test_task_trains_beats_chance_and_score_agrees(sample_data, tmp_path, capsys
     assert scored["total"] == len(examples) == len(predicted)
     assert scored["accuracy"] == pytest.approx(100 * accuracy_score(
         [e["label"] for e in examples], [int(predicted[e["id"]]) for e in examples]))
+    if style == "bert":
+        _converted_run_answers_alike(run_dir, tmp_path / "hf", predicted, examples)
+
+
+def _converted_run_answers_alike(run_dir, out, predicted, examples):
+    """`zoo convert RUN OUT --to hf` (issue 20): transformers' BertForMultipleChoice gives
+    the run's logits on the dev examples and picks the choices `zoo evaluate` picked (whose
+    answers the export serves: test_export_mc.py). transformers has no multiple-choice
+    pipeline, so the model is called on the task's own packing."""
+    import torch
+    import transformers
+
+    assert cli(["convert", str(run_dir), str(out), "--to", "hf", "--checkpoint", "final"]) == 0
+    hf = transformers.AutoModelForMultipleChoice.from_pretrained(out).eval()
+    assert type(hf).__name__ == "BertForMultipleChoice"
+    _, task, model = runs.load_task(str(run_dir), "final")
+    names = {"input_ids": "token_ids", "token_type_ids": "segment_ids",
+             "attention_mask": "padding_mask"}
+    ours, theirs = [], []
+    for x, *_ in task.dataset("dev"):
+        ours.append(model.predict_on_batch(x)["logits"])
+        with torch.no_grad():
+            theirs.append(hf(**{k: torch.tensor(x[v].numpy(), dtype=torch.long)
+                                for k, v in names.items()}).logits.numpy())
+    ours, theirs = np.concatenate(ours), np.concatenate(theirs)
+    difference = np.max(np.abs(ours - theirs))
+    print(f"\n{task.name} dev: max |zoo - transformers| logit {difference:.1e}")
+    assert ours.shape == (len(examples), task.num_choices) and difference <= 1e-4
+    assert theirs.argmax(-1).tolist() == [int(predicted[e["id"]]) for e in examples]
 
 
 # === Packing ===

@@ -1,20 +1,32 @@
 """`zoo convert SRC DST [--to zoo|hf]`: convert a checkpoint to a zoo model or to Hugging Face.
 
+  zoo convert runs/mrpc hf/mrpc --to hf     # a fine-tuned run, for transformers' pipeline()
+
 SRC is detected:
+  zoo train run directory   config.yaml beside best.keras / final.keras (with --to hf): the
+                            model with its head, label names as id2label, and the run's
+                            tokenizer (tokenizer.json, tokenizer_config.json, vocab files) or
+                            for ViT the image processor; --checkpoint picks best or final
   Hugging Face folder       config.json with a "model_type" (bert, openai-gpt, vit) and
                             model.safetensors (or shards); pytorch_model.bin is refused
   keras-hub preset folder   config.json of a keras_hub>BertBackbone or >ViTBackbone and
                             model.weights.h5
   Google BERT checkpoint    a prefix PREFIX with PREFIX.index (or a folder holding exactly one
                             *.ckpt.index), with bert_config.json beside it or --bert-config
-  zoo model                 a .keras file (with --to hf)
+  zoo model                 a .keras file (with --to hf; labels default to LABEL_0, ...
+                            and no tokenizer files: convert its run directory for those)
 
 DST, written atomically (staged beside DST, renamed when complete; DST must not exist and
 nothing is left there on failure):
   --to zoo (default)  one .keras file; load it with keras.saving.load_model after
                       `import zoo`
   --to hf             a folder with config.json and model.safetensors for transformers'
-                      from_pretrained
+                      from_pretrained. Heads: MLM/NSP (BertForPreTraining), GPT-1 LM
+                      (OpenAIGPTLMHeadModel), ViT classifier, sequence classification
+                      (BertForSequenceClassification; STS-B as regression), span QA
+                      (BertForQuestionAnswering), NER (BertForTokenClassification),
+                      multiple choice (BertForMultipleChoice). GPT-1 classification and
+                      feature-based NER have no transformers model and are refused.
 """
 
 import argparse
@@ -34,6 +46,9 @@ def register(subparsers):
                         help="output format (default: zoo)")
     parser.add_argument("--with-head", action="store_true",
                         help="keep the checkpoint's task head (MLM/NSP, LM, classifier)")
+    parser.add_argument("--checkpoint", choices=("best", "final"), default="best",
+                        help="which model of a run directory SRC (default: best, falling "
+                        "back to final)")
     parser.add_argument("--bert-config", metavar="JSON",
                         help="bert_config.json of a Google BERT checkpoint "
                              "(default: the one beside it)")
@@ -52,6 +67,18 @@ def run(args):
             raise ConversionError(f"{dst}: --to zoo writes one .keras file; name it *.keras")
         if args.to == "zoo" and args.src.endswith(".keras"):
             raise ConversionError(f"{args.src}: already a zoo model; use --to hf")
+        if _is_run_dir(args.src):
+            if args.to != "hf" or args.with_head or args.bert_config:
+                raise ConversionError(f"{args.src}: a run directory converts with --to hf only "
+                                      "(its models are already .keras files; the head is "
+                                      "always kept)")
+            from tasks import runs
+
+            runs.convert_run(args.src, dst, args.checkpoint, progress=True)
+            print(f"{args.src} (run, {args.checkpoint} checkpoint) -> {dst}")
+            return 0
+        if args.checkpoint != "best":
+            raise ConversionError(f"{args.src}: --checkpoint applies to run directories only")
         kind, model = _read(args.src, args)
         if args.to == "hf":
             _write_huggingface(model, dst, kind)
@@ -98,6 +125,13 @@ def _read(src, args):
         f"{src}: not a recognised checkpoint; expected a Hugging Face or keras-hub folder "
         "(config.json), a Google BERT checkpoint prefix (PREFIX.index) or a .keras file"
     )
+
+
+def _is_run_dir(src):
+    from zoo import files
+
+    return files.isfile(os.path.join(src, "config.yaml")) and any(
+        files.exists(os.path.join(src, name)) for name in ("best.keras", "final.keras"))
 
 
 def _checkpoint_prefix(src):

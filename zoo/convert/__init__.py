@@ -9,7 +9,8 @@ unused tensors, shape mismatches, unreadable files. Head models (`BertPretrainin
 from zoo.convert.bert_checkpoint import from_bert_checkpoint
 from zoo.convert.core import ConversionError
 from zoo.models.head_models import BertPretrainingModel, GPTLanguageModel, ViTClassifier
-from zoo.convert.huggingface import from_huggingface, to_huggingface
+from zoo.convert.hf_export import to_huggingface
+from zoo.convert.huggingface import from_huggingface
 from zoo.convert.keras_hub_presets import from_keras_hub
 
 __all__ = [

@@ -33,6 +33,8 @@ class Port:
     when writing a checkpoint. `key=None` sets the variables to zeros: a tensor the source
     architecture does not have (ViT query/key/value biases when `qkv_bias=False`). `aliases`
     are older spellings of the same tensor (LayerNorm `gamma`/`beta`), accepted when reading.
+    `unused`: with `key=None`, variables the target architecture leaves out when writing
+    because the model's outputs never read them (a pooler under a span-QA head).
     """
 
     key: str | None
@@ -40,6 +42,7 @@ class Port:
     to_keras: Callable
     to_source: Callable
     aliases: tuple = ()
+    unused: bool = False
 
     def source_shape(self):
         """The shape the source tensor must have, derived from the variables' shapes."""
@@ -242,6 +245,8 @@ def export_weights(model, ports, progress=False):
     tensors = {}
     for port in tqdm(ports, desc=f"writing {model.name}", unit="tensor", disable=not progress):
         arrays = [keras.ops.convert_to_numpy(v) for v in port.variables]
+        if port.key is None and port.unused:
+            continue
         if port.key is None:
             # The target format has no such tensor (e.g. an absent bias): only zeros can be
             # dropped without losing what the model learned.

@@ -1,12 +1,13 @@
 """Hugging Face checkpoints (config.json + safetensors) <-> zoo models, for BERT, GPT-1 and ViT.
 
 Each family has one explicit weight map per direction-independent naming (`_bert_ports`, ...)
-used both to read and to write, and a config translation each way. transformers itself is
-never imported: config.json is read as JSON and tensors through `safetensors.numpy`.
+used both to read and to write, and a config translation each way (`WRITERS`; the folder
+itself, fine-tuned heads, labels and tokenizer are written by `zoo.convert.hf_export`).
+transformers itself is never imported: config.json is read as JSON and tensors through
+`safetensors.numpy`.
 """
 
 import contextlib
-import json
 import os
 import pathlib
 import tempfile
@@ -14,10 +15,10 @@ import warnings
 
 from zoo import files
 
-from zoo.convert.core import (ConversionError, SafetensorsSource, atomic_output, dense_ports,
-                              export_weights, layer_norm_ports, load_weights, permuted,
-                              read_json, same, split)
-from zoo.models.head_models import BertPretrainingModel, GPTLanguageModel, ViTClassifier
+from zoo.convert.core import (ConversionError, SafetensorsSource, dense_ports, layer_norm_ports,
+                              load_weights, permuted, read_json, same, split)
+from zoo.models.head_models import (BertPretrainingModel, CausalLanguageModel,
+                                    GPTLanguageModel, ViTClassifier)
 from zoo.models import BertBackbone, GPTBackbone, ViTBackbone
 
 # transformers' ACT2FN names used by BERT and ViT configs -> zoo activation names.
@@ -107,40 +108,6 @@ def _local_copies(paths):
             copies.append(os.path.join(local, os.path.basename(path)))
             files.copy(path, copies[-1])
         yield copies
-
-
-def to_huggingface(model, path, progress=False):
-    """Write a zoo model as a Hugging Face checkpoint folder: config.json + model.safetensors.
-
-    transformers loads the folder with `from_pretrained` into BertModel, BertForPreTraining,
-    BertForMaskedLM, BertForNextSentencePrediction, OpenAIGPTModel, OpenAIGPTLMHeadModel,
-    ViTModel or ViTForImageClassification, with no missing or unexpected weights. Tied
-    output embeddings are written once, as transformers does. The folder appears only when
-    complete; `path` must not exist.
-
-    Args:
-        model: a zoo backbone or head model (`BertPretrainingModel`, `GPTLanguageModel`,
-            `ViTClassifier`).
-        path: the folder to create.
-        progress: show a progress bar over the tensors.
-
-    Example:
-        >>> import os, tempfile, zoo.convert
-        >>> model = zoo.models.create("bert_tiny", num_layers=1)
-        >>> out = os.path.join(tempfile.mkdtemp(), "bert")
-        >>> zoo.convert.to_huggingface(model, out)
-        >>> sorted(os.listdir(out))
-        ['config.json', 'model.safetensors']
-    """
-    from safetensors.numpy import save_file
-
-    config, ports = _export(model)
-    tensors = export_weights(model, ports, progress=progress)
-    with atomic_output(path) as staged:
-        staged.mkdir()
-        with files.open(staged / "config.json", "w", encoding="utf-8") as f:
-            json.dump(config, f, indent=2, sort_keys=True)
-        save_file(tensors, str(staged / "model.safetensors"), metadata={"format": "pt"})
 
 
 def _reader(config, where):
@@ -305,18 +272,22 @@ def _bert_to_hf(model):
             raise ConversionError(f"{model.name}: transformers' BertModel always has a pooler "
                                   "but this backbone has pooler=False")
         ports = _bert_ports(backbone, "")
-    config = dict(
+    return bert_config(backbone, architecture, model.name), ports
+
+
+def bert_config(backbone, architecture, name):
+    """transformers' config.json for `backbone` under `architecture`."""
+    return dict(
         architectures=[architecture], model_type="bert", vocab_size=backbone.vocabulary_size,
         hidden_size=backbone.hidden_dim, num_hidden_layers=backbone.num_layers,
         num_attention_heads=backbone.num_heads, intermediate_size=backbone.intermediate_dim,
-        hidden_act=_lookup(_ACTIVATIONS_BACK, "activation", backbone.activation, model.name),
+        hidden_act=_lookup(_ACTIVATIONS_BACK, "activation", backbone.activation, name),
         hidden_dropout_prob=backbone.dropout,
         attention_probs_dropout_prob=backbone.attention_dropout,
         max_position_embeddings=backbone.max_sequence_length,
         type_vocab_size=backbone.num_segments, layer_norm_eps=backbone.layer_norm_epsilon,
         tie_word_embeddings=True,
     )
-    return config, ports
 
 
 # === GPT-1 ===
@@ -373,7 +344,7 @@ def _gpt_from_hf(config, keys, with_head, where):
 
 
 def _gpt_to_hf(model):
-    head = isinstance(model, GPTLanguageModel)
+    head = isinstance(model, (GPTLanguageModel, CausalLanguageModel))
     backbone = model.backbone if head else model
     config = dict(
         architectures=["OpenAIGPTLMHeadModel" if head else "OpenAIGPTModel"],
@@ -480,15 +451,7 @@ def _vit_to_hf(model):
 
 
 _READERS = {"bert": _bert_from_hf, "openai-gpt": _gpt_from_hf, "vit": _vit_from_hf}
-_WRITERS = {BertBackbone: _bert_to_hf, BertPretrainingModel: _bert_to_hf,
+WRITERS = {BertBackbone: _bert_to_hf, BertPretrainingModel: _bert_to_hf,
             GPTBackbone: _gpt_to_hf, GPTLanguageModel: _gpt_to_hf,
+            CausalLanguageModel: _gpt_to_hf,
             ViTBackbone: _vit_to_hf, ViTClassifier: _vit_to_hf}
-
-
-def _export(model):
-    writer = _WRITERS.get(type(model))
-    if writer is None:
-        raise ConversionError(f"{model.name}: a {type(model).__name__} cannot be written as a "
-                              f"Hugging Face checkpoint; expected one of "
-                              f"{sorted(cls.__name__ for cls in _WRITERS)}")
-    return writer(model)
