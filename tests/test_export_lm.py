@@ -6,6 +6,8 @@ generation; one text at a time for the blanks), tokenize in Python pieces and pi
 numpy, so they share no code with the serving graph but the tokenizer and the model.
 """
 
+import json
+
 import numpy as np
 import pytest
 
@@ -240,6 +242,37 @@ def test_masked_lm_blanks_equal_the_python_reference(bert):
         "serving_default": ({"text"}, {"tokens", "scores"}),
         "serving_ids": ({"token_ids", "segment_ids", "padding_mask", "mask_positions"},
                         {"logits"})}
+
+
+def test_a_converted_bert_pretraining_run_fills_blanks_like_the_export(bert, tmp_path):
+    """`zoo convert RUN OUT --to hf` (issue 20) of a pretraining run: BertForPreTraining, whose
+    masked-LM half `pipeline("fill-mask")` loads and whose "[MASK]" is the blank, gives the
+    export's top five tokens and probabilities for each blank."""
+    import pathlib
+
+    import transformers
+
+    from tools.main import main as cli
+
+    task, model, path, (served, *_) = bert
+    out = tmp_path / "hf"
+    assert cli(["convert", str(pathlib.Path(path).parent.parent / "run"), str(out),
+                "--to", "hf"]) == 0
+    assert json.loads((out / "config.json").read_text())["architectures"] == [
+        "BertForPreTraining"]
+    fill = transformers.pipeline("fill-mask", model=str(out), device="cpu")
+    vocabulary = task.tokenizer.get_vocabulary()
+    compared = 0
+    for row in (0, 1):  # one blank, three blanks (texts within the sequence length)
+        answers = fill(TEXTS[row], top_k=5)
+        answers = [answers] if isinstance(answers[0], dict) else answers
+        for m, candidates in enumerate(answers):
+            assert [vocabulary[c["token"]] for c in candidates] == [
+                t.decode() for t in served["tokens"][row, m]]
+            np.testing.assert_allclose([c["score"] for c in candidates],
+                                       served["scores"][row, m], atol=1e-5)
+            compared += 1
+    assert compared == 4
 
 
 def test_masked_lm_invalid_utf8(bert):

@@ -4,6 +4,8 @@ Every converter applies an explicit weight map (one entry per tensor, shapes che
 fails with a `ConversionError` naming the key or file: unknown model types, missing or
 unused tensors, shape mismatches, unreadable files. Head models (`BertPretrainingModel`,
 `GPTLanguageModel`, `ViTClassifier`) wrap a backbone with the task heads of a checkpoint.
+`to_huggingface` also writes the fine-tuned heads of the tasks (`hf_export`), with label names
+and the tokenizer, for transformers' `pipeline`.
 """
 
 from zoo.convert.bert_checkpoint import from_bert_checkpoint

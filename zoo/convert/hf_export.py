@@ -101,7 +101,10 @@ def to_huggingface(model, path, progress=False, labels=None, tokenizer=None):
         if tokenizer is not None:
             from zoo.tokenizers.saving import save_huggingface
 
-            save_huggingface(tokenizer, str(staged), backbone.max_sequence_length)
+            # A masked LM's "[MASK]" marks the blank (fill-mask), as in zoo's MLM export.
+            masked_lm = getattr(model, "masked_lm", False)
+            save_huggingface(tokenizer, str(staged), backbone.max_sequence_length,
+                             split_special_tokens=not masked_lm)
         if isinstance(backbone, ViTBackbone):
             _write_image_processor(backbone, staged)
 

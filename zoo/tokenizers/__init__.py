@@ -22,6 +22,8 @@ gives the same ids as transformers (tests/test_tokenizers.py):
     ByteLevelBPETokenizer(vocabulary, merges, add_prefix_space=False)
         GPT-2 style byte-level BPE (== GPT2Tokenizer)
     train_vocabulary(corpus_files, size=, kind="wordpiece" | "bpe", out=, lowercase=True)
+    saving.save_huggingface(tokenizer, folder)   # tokenizer.json + tokenizer_config.json +
+        # vocabulary files that transformers' AutoTokenizer loads to the same ids
 
 Packing (BERT `[CLS] A [SEP] B [SEP]`, GPT-1 input transformations) is `zoo.data.packing`.
 """

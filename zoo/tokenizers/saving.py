@@ -5,7 +5,9 @@ The folder holds the vocabulary files (vocab.txt, or vocab.json + merges.txt), t
 decoder) and tokenizer_config.json naming transformers' tokenizer class. The pipeline is built
 with the `tokenizers` library from the zoo tokenizer's own settings, so `AutoTokenizer` gives
 the ids zoo gives (tests/test_convert.py checks it on awkward text). tokenizer_config.json sets
-`split_special_tokens`: zoo reads "[MASK]" in raw text as text, and so does the folder.
+`split_special_tokens` as zoo reads the task's raw text: "[MASK]" in a sentence is text to the
+tokenizers and task exports (True), but the blank to the masked-LM export (False, which is
+also what transformers' fill-mask pipeline needs).
 """
 
 import json
@@ -17,7 +19,7 @@ from zoo.tokenizers.loading import CONFIG_FILE, TOKENIZER_JSON
 from zoo.tokenizers.wordpiece import WordPieceTokenizer
 
 
-def save_huggingface(tokenizer, path, model_max_length=None):
+def save_huggingface(tokenizer, path, model_max_length=None, split_special_tokens=True):
     """Write `tokenizer`'s Hugging Face files into the existing folder `path`.
 
     Args:
@@ -25,6 +27,8 @@ def save_huggingface(tokenizer, path, model_max_length=None):
         path: an existing folder (local or remote); files of the same names are replaced.
         model_max_length: the longest input the model takes (its position table), recorded
             for transformers' truncation.
+        split_special_tokens: read special-token strings in raw text ("[MASK]") as text, as
+            zoo's tokenizers do; False for a masked LM, whose "[MASK]" marks the blanks.
 
     Returns:
         the names of the files written, sorted.
@@ -43,7 +47,7 @@ def save_huggingface(tokenizer, path, model_max_length=None):
     else:
         raise TypeError(f"a {type(tokenizer).__name__} has no Hugging Face form; expected a "
                         "WordPieceTokenizer, GPTTokenizer or ByteLevelBPETokenizer")
-    config.update(split_special_tokens=True, clean_up_tokenization_spaces=False)
+    config.update(split_special_tokens=split_special_tokens, clean_up_tokenization_spaces=False)
     if model_max_length:
         config["model_max_length"] = int(model_max_length)
     texts = {TOKENIZER_JSON: pipeline.to_str(pretty=True),
