@@ -5,6 +5,9 @@ import os
 # on tests.test_tasks' QQP run at one thread: 21.6 s of CPU with them, 24.1 s without.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+# Tests never touch the network: transformers and huggingface_hub read local folders only, and
+# anything that would reach the Hub fails at once instead of waiting on a connection.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # Under pytest-xdist every worker (and the processes its tests start) runs each TF op on one
 # thread: the workers already fill the cores. Measured (tests.test_tasks' QQP run): alone 16.0 s
 # with TF's default pools, 16.7 s with one intra-op thread; two copies at once 23.6 / 24.3 s with

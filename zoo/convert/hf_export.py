@@ -21,7 +21,7 @@ import json
 
 from zoo import files
 from zoo.convert.core import ConversionError, Port, atomic_output, dense_ports, export_weights
-from zoo.convert.huggingface import WRITERS, _bert_ports, bert_config
+from zoo.convert.huggingface import WRITERS, _bert_ports, bert_config, check_bidirectional
 from zoo.models import ViTBackbone
 from zoo.models.head_models import (BertClassifier, BertFeatureTagger, BertMultipleChoice,
                                     BertPretrainer, BertSpanQA, BertTokenClassifier,
@@ -158,9 +158,7 @@ def _unused(variables):
 
 def _backbone(model, prefix, pooler):
     backbone = model.backbone
-    if backbone.causal:
-        raise ConversionError(f"{model.name}: a causal (left-to-right) BERT encoder has no "
-                              "transformers BertModel equivalent in this exporter")
+    check_bidirectional(model, backbone)
     ports = _bert_ports(backbone, prefix)
     if backbone.pooler and not pooler:
         keys = {f"{prefix}pooler.dense.weight", f"{prefix}pooler.dense.bias"}

@@ -254,9 +254,7 @@ def _bert_from_hf(config, keys, with_head, where):
 
 def _bert_to_hf(model):
     backbone = model.backbone if isinstance(model, BertPretrainingModel) else model
-    if backbone.causal:
-        raise ConversionError(f"{model.name}: a causal (left-to-right) BERT encoder has no "
-                              "transformers BertModel equivalent in this exporter")
+    check_bidirectional(model, backbone)
     if isinstance(model, BertPretrainingModel):
         architecture = {(True, True): "BertForPreTraining", (True, False): "BertForMaskedLM",
                         (False, True): "BertForNextSentencePrediction"}[
@@ -273,6 +271,13 @@ def _bert_to_hf(model):
                                   "but this backbone has pooler=False")
         ports = _bert_ports(backbone, "")
     return bert_config(backbone, architecture, model.name), ports
+
+
+def check_bidirectional(model, backbone):
+    """transformers' BertModel reads both ways; a causal BERT encoder has no equivalent."""
+    if backbone.causal:
+        raise ConversionError(f"{model.name}: a causal (left-to-right) BERT encoder has no "
+                              "transformers BertModel equivalent in this exporter")
 
 
 def bert_config(backbone, architecture, name):
