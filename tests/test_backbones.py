@@ -273,6 +273,44 @@ def test_row_dropout_is_keras_dropout():
     np.testing.assert_array_equal(zoo.layers.RowDropout(0.3)(x, training=False), x)
 
 
+def test_dropout_under_xla_draws_threefry_with_keras_rate_and_scale():
+    """zoo.layers.Dropout: Keras' masks outside XLA; inside an XLA compilation on TensorFlow
+    its random numbers come from ThreeFry (the compiled HLO says which), with the rate and
+    the 1 / (1 - rate) scale of Keras' dropout, one new mask per call, and noise_shape."""
+    tf = pytest.importorskip("tensorflow")
+    x = np.ones((64, 256), "float32")
+    for seed in (1, 7):  # graph (no XLA): Keras' layer, mask for mask
+        ours, theirs = zoo.layers.Dropout(0.3, seed=seed), keras.layers.Dropout(0.3, seed=seed)
+        np.testing.assert_array_equal(
+            tf.function(lambda v: ours(v, training=True))(x),
+            tf.function(lambda v: theirs(v, training=True))(x))
+
+    def compiled(layer):
+        return tf.function(lambda v: layer(v, training=True), jit_compile=True)
+
+    layer, keras_layer = zoo.layers.Dropout(0.3, seed=3), keras.layers.Dropout(0.3, seed=3)
+    step, keras_step = compiled(layer), compiled(keras_layer)
+    def algorithms(compiled_step):  # of the rng-bit-generator ops in the HLO
+        hlo = compiled_step.experimental_get_compiler_ir(x)(stage="hlo")
+        return {line.split("algorithm=")[1].split(",")[0] for line in hlo.splitlines()
+                if "rng-bit-generator(" in line}
+
+    assert algorithms(step) == {"rng_three_fry"}
+    assert algorithms(keras_step) == {"rng_philox"}
+    first, second = np.asarray(step(x)), np.asarray(step(x))
+    assert set(np.unique(first)) == {0.0, np.float32(1 / 0.7)}
+    kept = np.mean(first != 0)  # 16,384 draws: the standard error of the rate is 0.0036
+    assert abs(kept - 0.7) < 0.02, kept
+    assert not np.array_equal(first, second)  # the seed generator advanced
+    assert not np.array_equal(first, np.asarray(keras_step(x)))
+    again = compiled(zoo.layers.Dropout(0.3, seed=3))
+    np.testing.assert_array_equal(np.asarray(again(x)), first)  # same seed, same masks
+    rows = np.asarray(compiled(zoo.layers.Dropout(0.5, noise_shape=(64, 1), seed=5))(x))
+    assert all(len(np.unique(row)) == 1 for row in rows) and 0 < np.mean(rows == 0) < 1
+    bf16 = compiled(zoo.layers.Dropout(0.3, seed=3, dtype="mixed_bfloat16"))
+    assert 0.6 < np.mean(np.asarray(tf.cast(bf16(x), "float32")) != 0) < 0.8
+
+
 def test_vit_other_resolution():
     model = build("vit")
     same = model.with_image_size(16)

@@ -1,6 +1,8 @@
-"""Shared Keras layers for BERT, GPT-1 and ViT (keras.ops only: TensorFlow, JAX and PyTorch)."""
+"""Shared Keras layers for BERT, GPT-1 and ViT (keras.ops only: TensorFlow, JAX and PyTorch;
+the one TensorFlow branch, `Dropout` under XLA, says why)."""
 
 from zoo.layers.attention import AttentionMask, MultiHeadSelfAttention
+from zoo.layers.dropout import Dropout
 from zoo.layers.embeddings import PatchEmbedding, PositionEmbedding, TiedEmbedding
 from zoo.layers.heads import (ClassificationHead, FoldSequences, GatherPositions,
                               LastTokenPooling, MaskedLMHead, UnfoldSequences)
@@ -10,6 +12,7 @@ from zoo.layers.transformer import RowDropout, TransformerBlock
 __all__ = [
     "AttentionMask",
     "ClassificationHead",
+    "Dropout",
     "FoldSequences",
     "GatherPositions",
     "LastTokenPooling",

@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from zoo.layers.dropout import Dropout
 from zoo.layers.initializers import clone_initializer
 
 
@@ -84,7 +85,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         for layer in (self.query_dense, self.key_dense, self.value_dense):
             layer.build(input_shape)
         self.output_dense.build(input_shape)
-        self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.dropout_layer = Dropout(self.dropout, dtype=self.dtype_policy)
 
     def call(self, x, attention_mask=None, training=None):  # x: (batch, seq, hidden)
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from zoo.layers.dropout import Dropout
 from zoo.layers.initializers import clone_initializer
 from zoo.layers.transformer import _activation
 
@@ -107,7 +108,7 @@ class ClassificationHead(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
 
     def build(self, input_shape):
-        self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.dropout_layer = Dropout(self.dropout, dtype=self.dtype_policy)
         self.dense = keras.layers.Dense(
             self.num_classes, kernel_initializer=clone_initializer(self.kernel_initializer),
             dtype=self.dtype_policy, name="dense",
