@@ -290,6 +290,7 @@ def test_dropout_under_xla_draws_threefry_with_keras_rate_and_scale():
 
     layer, keras_layer = zoo.layers.Dropout(0.3, seed=3), keras.layers.Dropout(0.3, seed=3)
     step, keras_step = compiled(layer), compiled(keras_layer)
+
     def algorithms(compiled_step):  # of the rng-bit-generator ops in the HLO
         hlo = compiled_step.experimental_get_compiler_ir(x)(stage="hlo")
         return {line.split("algorithm=")[1].split(",")[0] for line in hlo.splitlines()

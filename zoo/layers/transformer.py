@@ -116,14 +116,15 @@ class RowDropout(Dropout):
     """`Dropout` on (batch * seq, hidden) rows: the embeddings' dropout.
 
     The same function as `keras.layers.Dropout` (outside XLA the same mask for the same seed:
-    the random numbers are drawn in the same flat order; see `zoo.layers.Dropout`), applied to the row layout `TransformerBlock`
-    uses for its own dropouts. Why: XLA on CPU compiles each shape of stateless random numbers
-    into one random-number routine, called by every dropout of that shape; a shape used only once is
-    inlined into an elementwise loop that is about 35x slower. The blocks' dropouts are all
-    (batch * seq, hidden) or attention-shaped; a (batch, seq, hidden) embeddings dropout was the
-    one left alone: 156 ms of a 1.95 s BERT-base fine-tuning step, against 4.5 ms for each of
-    the 24 block dropouts of the same size (XLA profile, batch 8 x 128, the set-up of
-    `zoo benchmark finetune`).
+    the random numbers are drawn in the same flat order; see `zoo.layers.Dropout`), applied
+    to the row layout `TransformerBlock` uses for its own dropouts. Why: XLA on CPU compiles
+    each shape of stateless random numbers into one routine, called by every dropout of that
+    shape; a shape used only once is inlined into an elementwise loop that was about 35x
+    slower (measured with Philox, before `zoo.layers.Dropout` drew ThreeFry under XLA). The
+    blocks' dropouts are all (batch * seq, hidden) or attention-shaped; a (batch, seq, hidden)
+    embeddings dropout was the one left alone: 156 ms of a 1.95 s BERT-base fine-tuning step,
+    against 4.5 ms for each of the 24 block dropouts of the same size (XLA profile, batch
+    8 x 128, the set-up of `zoo benchmark finetune`).
 
     Args:
         rate, noise_shape, seed: those of `keras.layers.Dropout`.
