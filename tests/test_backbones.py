@@ -277,7 +277,7 @@ def test_dropout_under_xla_draws_threefry_with_keras_rate_and_scale():
     """zoo.layers.Dropout: Keras' masks outside XLA; inside an XLA compilation on TensorFlow
     its random numbers come from ThreeFry (the compiled HLO says which), with the rate and
     the 1 / (1 - rate) scale of Keras' dropout, one new mask per call, and noise_shape."""
-    tf = pytest.importorskip("tensorflow")
+    import tensorflow as tf  # a runtime dependency: the test runs on every install
     x = np.ones((64, 256), "float32")
     for seed in (1, 7):  # graph (no XLA): Keras' layer, mask for mask
         ours, theirs = zoo.layers.Dropout(0.3, seed=seed), keras.layers.Dropout(0.3, seed=seed)
