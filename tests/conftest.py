@@ -36,6 +36,28 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: files stay whole
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _temporary_files_under_basetemp(tmp_path_factory):
+    """What the tests and the processes they start put in the temporary directory goes under
+    pytest's basetemp, which pytest prunes to its last three runs.
+
+    Docstring examples write to `tempfile.mkdtemp()` (16 MB for a converted checkpoint) and
+    TensorFlow's autograph leaves its generated sources there: left in /tmp they added up over
+    many runs (3 GB, 1,600 folders on this machine when found).
+    """
+    import tempfile
+
+    folder = str(tmp_path_factory.mktemp("tmp"))
+    before = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir = os.environ["TMPDIR"] = folder
+    yield
+    tempfile.tempdir = before[0]
+    if before[1] is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = before[1]
+
+
 def _write_sample_data(base):
     from zoo.data.samples import LAYOUT, write_samples
     from zoo.tokenizers import train_vocabulary
