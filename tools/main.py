@@ -22,6 +22,7 @@ COMMANDS = {
     "score": "tools.score",
     "export": "tools.export",
     "predict": "tools.predict",
+    "reproduce": "tools.reproduce",
 }
 
 
