@@ -27,7 +27,7 @@ LONGEST_FIRST = (
     "test_training.py", "test_benchmark.py", "test_export.py", "test_multiple_choice.py",
     "test_tasks.py", "test_multi_worker.py", "test_ner.py", "test_span_qa.py",
     "test_jax_distribution.py", "test_backbones.py", "test_convert.py", "test_tokenizers.py",
-    "test_export_mc.py")
+    "test_export_mc.py", "test_reproduce.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,0 +1,40 @@
+"""`zoo reproduce`: a paper's table as a grid of ordinary runs, our numbers beside the paper's.
+
+A table is data, one YAML file under configs/reproduce/<family>/<table>.yaml:
+
+    title, source        what the table is and where its numbers come from
+    reference            the row the paper's effects are read against (e.g. full)
+    vocabulary           {kind: wordpiece|bpe, size: N}: learnt on the corpus unless
+                         `--set model.vocabulary=DIR` names one
+    pretraining          {name: {experiment, set: [k=v ...], shards: bool, train_examples}}:
+                         the pretraining runs the rows start from (shards: the experiment
+                         reads `zoo data pretrain` shards, written from the corpus)
+    columns              {name: {title, experiment, metric, percent, train_examples}}: one
+                         fine-tuning task per column; `metric` is a key of its metrics.jsonl;
+                         `source: pretraining` reads the row's pretraining run instead
+    rows                 {name: {title, pretraining: name|null, set: [...], paper: {column:
+                         number}}}: null is "w/o pre-training" (random initialization)
+    scales               {paper|small|sample: {description, seeds, columns, set,
+                         pretraining_set, finetuning_set, vocabulary_size}}
+
+`set` of a scale applies to every run, `pretraining_set` / `finetuning_set` to one kind; a
+pretraining entry's `model.*` settings carry over to the rows that start from it (the
+architecture must match its checkpoint). The user's `--set` comes last and wins.
+
+Every cell is an ordinary run directory under RUN (`RUN/pretraining/<name>`,
+`RUN/cells/<row>/<column>/seed_<s>`), trained by `tasks.runs.train` exactly as `zoo train`
+would (RUN/commands.sh holds those commands). A finished cell (final.keras) is never
+retrained; an interrupted one resumes from its backup, so a killed `zoo reproduce` run again
+ends with the same numbers. RUN/table.md and RUN/table.csv put the paper's number and ours
+(mean ± std over seeds of the final evaluation) side by side, with whether each effect
+against the reference row has the paper's sign.
+"""
+
+from tasks.reproduce.report import describe, dry_run, write_outputs
+from tasks.reproduce.run import reproduce, results
+from tasks.reproduce.tables import (SCALES, TABLE_ROOT, TableError, command, load_table, plan,
+                                    table_names, table_path)
+
+__all__ = ["SCALES", "TABLE_ROOT", "TableError", "command", "describe", "dry_run",
+           "load_table", "plan", "reproduce", "results", "table_names", "table_path",
+           "write_outputs"]

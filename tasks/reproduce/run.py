@@ -1,0 +1,151 @@
+"""Running a reproduction: every unfinished step of the plan, then the results per cell."""
+
+import json
+import os
+import time
+
+import numpy as np
+
+from tasks.reproduce.report import _read_json, write_outputs
+from tasks.reproduce.tables import TableError, command, plan
+from zoo import config as config_lib
+from zoo import files
+from zoo.files import write_text
+
+def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwrite=False,
+              progress=print):
+    """Run every step of `plan` not yet finished, then write RUN/table.md and RUN/table.csv.
+
+    RUN/reproduce.json records the table, scale, seeds, data root and overrides: a run
+    directory holding another reproduction is refused (`overwrite=True` replaces it).
+
+    Returns:
+        The table's cells: [{row, column, paper, values, mean, std, ...}] (see `results`).
+    """
+    from tasks import runs
+    from zoo import training
+
+    steps = plan(table, scale, data_root, run_dir, seeds, overrides)
+    seeds = seeds or table["scales"][scale].get("seeds", 1)
+    record = {"table": table["path"], "scale": scale, "seeds": seeds,
+              "data_root": files.absolute(data_root), "overrides": list(overrides)}
+    manifest = os.path.join(run_dir, "reproduce.json")
+    if files.exists(run_dir) and overwrite:
+        training.check_unlocked(run_dir)
+        files.rmtree(run_dir)
+    if files.isfile(manifest):
+        with files.open(manifest, encoding="utf-8") as file:
+            previous = json.load(file)
+        if previous != record:
+            raise TableError(f"{run_dir} holds another reproduction ({previous}); use another "
+                             "--run-dir or --overwrite")
+    elif files.exists(run_dir) and files.listdir(run_dir):
+        raise TableError(f"{run_dir} exists and is not a zoo reproduce directory; use another "
+                         "--run-dir or --overwrite")
+    files.makedirs(run_dir)
+    write_text(manifest, json.dumps(record, indent=1) + "\n")
+    write_text(os.path.join(run_dir, "commands.sh"),
+               "".join(f"# {s['name']}\n{command(s)}\n" for s in steps))
+    timings_path = os.path.join(run_dir, "timings.json")
+    timings = _read_json(timings_path, {})
+    for number, step in enumerate(steps, 1):
+        if _finished(step):
+            continue
+        progress(f"[{number}/{len(steps)}] {step['name']}")
+        start = time.perf_counter()
+        if step["kind"] == "vocabulary":
+            from zoo.tokenizers import train_vocabulary
+
+            train_vocabulary(_corpus(step["corpus"]), step["size"], step["vocabulary_kind"],
+                             step["run_dir"])
+        elif step["kind"] == "shards":
+            from zoo.data.pretraining import write_pretraining_data
+
+            write_pretraining_data(_corpus(step["corpus"]), step["vocabulary"], step["run_dir"],
+                                   max_sequence_lengths=step["lengths"])
+        else:
+            import keras
+
+            config = config_lib.resolve(step["experiment"], step["overrides"])
+            runs.train(config, step["run_dir"])
+            keras.backend.clear_session()
+        timings[step["name"]] = round(time.perf_counter() - start, 1)
+        write_text(timings_path, json.dumps(timings, indent=1) + "\n")
+    cells = results(table, scale, steps, timings)
+    write_outputs(table, scale, seeds, record, steps, cells, run_dir)
+    return cells
+
+
+def _finished(step):
+    if step["kind"] == "vocabulary":
+        return files.isfile(os.path.join(step["run_dir"], "tokenizer_config.json"))
+    if step["kind"] == "shards":
+        return all(files.isfile(os.path.join(step["run_dir"], f"seq{length}", "pretraining.json"))
+                   for length in step["lengths"])
+    return files.isfile(os.path.join(step["run_dir"], "final.keras"))
+
+
+def _corpus(directory):
+    corpus = sorted(files.glob(os.path.join(directory, "*.txt")))
+    if not corpus:
+        raise FileNotFoundError(f"{directory}: no *.txt corpus files (--data-root is laid out "
+                                "as `zoo data samples` writes it: corpus/*.txt, glue/MRPC ...)")
+    return corpus
+
+
+def _final_metrics(run_dir):
+    from zoo import training
+
+    history = training.read_metrics(run_dir)
+    if not history:
+        raise TableError(f"{run_dir}: no evaluation in metrics.jsonl")
+    return history[-1]
+
+
+def results(table, scale, steps, timings=None):
+    """One entry per (row, column) of the scale: the paper's number, ours over the seeds
+    (the final evaluation of each finished cell, as a percentage where the paper gives one),
+    the effect against the reference row in both, and whether they point the same way."""
+    timings = timings or {}
+    by_cell = {}
+    pretraining = {s["name"]: s for s in steps if s["kind"] == "pretraining"}
+    for step in steps:
+        if step["kind"] == "finetuning" and _finished(step):
+            by_cell.setdefault((step["row"], step["column"]), []).append(step)
+    columns = table["scales"][scale].get("columns") or list(table["columns"])
+    cells = []
+    for row_name, row in table["rows"].items():
+        for column in columns:
+            spec = table["columns"][column]
+            if spec.get("source") == "pretraining":
+                pre = pretraining.get(f"pretraining {row.get('pretraining')}")
+                done = [pre] if pre is not None and _finished(pre) else []
+            else:
+                done = by_cell.get((row_name, column), [])
+            values = []
+            for step in done:
+                metrics = _final_metrics(step["run_dir"])
+                if spec["metric"] not in metrics:
+                    raise TableError(f"{step['run_dir']}: no metric {spec['metric']!r} in "
+                                     f"metrics.jsonl (it has {', '.join(sorted(metrics))})")
+                values.append(metrics[spec["metric"]] * (100 if spec["percent"] else 1))
+            cells.append({
+                "row": row_name, "row_title": row.get("title", row_name), "column": column,
+                "column_title": spec.get("title", column), "metric": spec["metric"],
+                "paper": row["paper"].get(column), "values": values,
+                "mean": float(np.mean(values)) if values else None,
+                "std": float(np.std(values, ddof=1)) if len(values) > 1 else None,
+                "seconds": round(sum(timings.get(s["name"], 0.0) for s in done), 1)})
+    reference = {c["column"]: c for c in cells if c["row"] == table["reference"]}
+    for cell in cells:
+        ref = reference[cell["column"]]
+        cell["paper_effect"] = cell["effect"] = cell["same_direction"] = None
+        if cell["row"] == table["reference"]:
+            continue
+        if cell["paper"] is not None and ref["paper"] is not None:
+            cell["paper_effect"] = round(cell["paper"] - ref["paper"], 4)
+        if cell["mean"] is not None and ref["mean"] is not None:
+            cell["effect"] = cell["mean"] - ref["mean"]
+        if cell["paper_effect"] is not None and cell["effect"] is not None:
+            cell["same_direction"] = bool(np.sign(cell["paper_effect"]) == np.sign(cell["effect"]))
+    return cells

@@ -1,0 +1,223 @@
+"""The tables of `zoo reproduce`: reading and checking a table's YAML, and its plan (every
+step of a reproduction, in order, with the `zoo` command that runs it alone). The schema is in
+`tasks.reproduce`'s docstring."""
+
+
+import os
+import re
+
+import yaml
+
+from zoo import config as config_lib
+from zoo import files
+from zoo.data.samples.common import CORPUS, LAYOUT
+
+TABLE_ROOT = os.path.join(os.path.dirname(config_lib.CONFIG_ROOT), "reproduce")
+SCALES = ("paper", "small", "sample")
+# --dry-run's estimate of accelerator hours: 6 x parameters x tokens (forward and backward of
+# the dense layers; attention's own products ignored) at 40 TFLOP/s sustained, about 13 % of
+# an A100's bfloat16 peak or a third of a V100's float16 peak. An estimate to plan with.
+SUSTAINED_FLOPS = 40e12
+_TOP = {"title", "source", "reference", "vocabulary", "pretraining", "columns", "rows",
+        "scales", "note"}
+_PRETRAINING = {"experiment", "set", "shards", "train_examples"}
+_COLUMN = {"title", "experiment", "metric", "percent", "train_examples", "source"}
+_ROW = {"title", "pretraining", "set", "paper"}
+_SCALE = {"description", "seeds", "columns", "set", "pretraining_set", "finetuning_set",
+          "vocabulary_size"}
+
+
+class TableError(ValueError):
+    """A table YAML that cannot be used; the message names the file and the key."""
+
+
+def table_path(name):
+    """The YAML of `name`: `family/table` under configs/reproduce, or a path to a .yaml."""
+    if name.endswith((".yaml", ".yml")):
+        if not files.isfile(name):
+            raise TableError(f"{name}: no such file")
+        return name
+    path = os.path.join(TABLE_ROOT, name + ".yaml")
+    if not files.isfile(path):
+        raise TableError(f"no table {name!r}; known tables: {', '.join(table_names())}")
+    return path
+
+
+def table_names():
+    """The tables under configs/reproduce, as `family/table`."""
+    return sorted(os.path.relpath(os.path.join(root, f), TABLE_ROOT)[:-5].replace(os.sep, "/")
+                  for root, _, names in files.walk(TABLE_ROOT) for f in names
+                  if f.endswith(".yaml"))
+
+
+def load_table(name):
+    """The table `name` as a dict, checked: every key known, every experiment and override
+    resolvable, every paper number attached to a row and a column."""
+    path = table_path(name)
+    with files.open(path, encoding="utf-8") as file:
+        try:
+            table = yaml.safe_load(file)
+        except yaml.YAMLError as error:
+            raise TableError(f"{path}: invalid YAML: {error}") from None
+    if not isinstance(table, dict):
+        raise TableError(f"{path}: expected a mapping, found {type(table).__name__}")
+    _known(table, _TOP, path, "")
+    for key in ("title", "source", "reference", "columns", "rows", "scales"):
+        if key not in table:
+            raise TableError(f"{path}: {key}: missing")
+    table.setdefault("pretraining", {})
+    for name_, entry in table["pretraining"].items():
+        _known(entry, _PRETRAINING, path, f"pretraining.{name_}.")
+        entry.setdefault("set", [])
+    for name_, column in table["columns"].items():
+        _known(column, _COLUMN, path, f"columns.{name_}.")
+        column.setdefault("percent", True)
+        if "metric" not in column:
+            raise TableError(f"{path}: columns.{name_}.metric: missing")
+        if column.get("source", "finetuning") not in ("finetuning", "pretraining"):
+            raise TableError(f"{path}: columns.{name_}.source: finetuning or pretraining")
+        if column.get("source", "finetuning") == "finetuning" and "experiment" not in column:
+            raise TableError(f"{path}: columns.{name_}.experiment: missing")
+    for name_, row in table["rows"].items():
+        _known(row, _ROW, path, f"rows.{name_}.")
+        row.setdefault("set", [])
+        row.setdefault("paper", {})
+        if row.get("pretraining") is not None and row["pretraining"] not in table["pretraining"]:
+            raise TableError(f"{path}: rows.{name_}.pretraining: {row['pretraining']!r} is not "
+                             f"in pretraining ({', '.join(table['pretraining'])})")
+        for column in row["paper"]:
+            if column not in table["columns"]:
+                raise TableError(f"{path}: rows.{name_}.paper.{column}: no such column")
+    if table["reference"] not in table["rows"]:
+        raise TableError(f"{path}: reference: {table['reference']!r} is not a row")
+    for scale, entry in table["scales"].items():
+        if scale not in SCALES:
+            raise TableError(f"{path}: scales.{scale}: expected one of {', '.join(SCALES)}")
+        _known(entry, _SCALE, path, f"scales.{scale}.")
+        for column in entry.get("columns", []):
+            if column not in table["columns"]:
+                raise TableError(f"{path}: scales.{scale}.columns: no column {column!r}")
+    table["path"] = path
+    for scale in table["scales"]:  # every cell's config resolves at every scale
+        step = {"name": "plan"}
+        try:
+            for step in plan(table, scale, "DATA", "RUN", seeds=1, vocabulary="VOCAB"):
+                if step["kind"] in ("pretraining", "finetuning"):
+                    config_lib.resolve(step["experiment"], step["overrides"])
+        except config_lib.ConfigError as error:
+            raise TableError(f"{path}: scale {scale}, {step['name']}: {error}") from None
+    return table
+
+
+def _known(entry, allowed, path, prefix):
+    if not isinstance(entry, dict):
+        raise TableError(f"{path}: {prefix.rstrip('.') or 'table'}: expected a mapping")
+    unknown = sorted(set(entry) - allowed)
+    if unknown:
+        raise TableError(f"{path}: {prefix}{unknown[0]}: unknown key; known: "
+                         f"{', '.join(sorted(allowed))}")
+
+
+def _task_dir(data_root, experiment):
+    """data.dir of an experiment's task under a `zoo data samples`-shaped data root."""
+    task = config_lib.resolve(experiment).task
+    if task.startswith("pretrain/"):
+        return os.path.join(data_root, os.path.dirname(CORPUS))
+    split = next(iter(LAYOUT[task].values()))
+    return os.path.join(data_root, os.path.dirname(split))
+
+
+def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=None):
+    """The steps of a reproduction, in order: [{kind, name, experiment, overrides, run_dir}].
+
+    kind is "vocabulary", "shards", "pretraining" or "finetuning"; a fine-tuning step also
+    has row, column and seed. `vocabulary` is the vocabulary folder (default RUN/vocabulary,
+    learnt first); `seeds` defaults to the scale's.
+    """
+    if scale not in table["scales"]:
+        raise TableError(f"{table['path']}: no scale {scale!r}; it has "
+                         f"{', '.join(table['scales'])}")
+    entry = table["scales"][scale]
+    seeds = seeds or entry.get("seeds", 1)
+    user = list(overrides)
+    vocabulary = vocabulary or _override(user, "model.vocabulary")
+    steps = []
+    if vocabulary is None:
+        vocabulary = os.path.join(run_dir, "vocabulary")
+        kind = table["vocabulary"]
+        steps.append({"kind": "vocabulary", "name": "vocabulary", "run_dir": vocabulary,
+                      "vocabulary_kind": kind["kind"],
+                      "size": entry.get("vocabulary_size", kind["size"]),
+                      "corpus": os.path.join(data_root, os.path.dirname(CORPUS))})
+    common = list(entry.get("set", [])) + [f"model.vocabulary={vocabulary}"]
+    rows = table["rows"]
+    columns = entry.get("columns") or list(table["columns"])
+    used = [name for name in table["pretraining"]
+            if any(row.get("pretraining") == name for row in rows.values())]
+    shards = os.path.join(run_dir, "data", "shards")
+    pretraining, lengths = [], []
+    for name in used:
+        pre = table["pretraining"][name]
+        pre_overrides = common + list(entry.get("pretraining_set", [])) + pre["set"] + user
+        data = _task_dir(data_root, pre["experiment"])
+        if pre.get("shards"):  # `zoo data pretrain` of the corpus, one folder for all
+            config = config_lib.resolve(pre["experiment"], pre_overrides)
+            lengths += [p.sequence_length for p in config.data.phases] or [
+                config.data.sequence_length]
+            data = shards
+        pretraining.append({"kind": "pretraining", "name": f"pretraining {name}",
+                            "experiment": pre["experiment"],
+                            "run_dir": os.path.join(run_dir, "pretraining", name),
+                            "overrides": [f"data.dir={data}"] + pre_overrides,
+                            "train_examples": pre.get("train_examples")})
+    if lengths:
+        steps.append({"kind": "shards", "name": "shards", "run_dir": shards,
+                      "corpus": os.path.join(data_root, os.path.dirname(CORPUS)),
+                      "vocabulary": vocabulary, "lengths": sorted(set(lengths))})
+    steps += pretraining
+    for row_name, row in rows.items():
+        pre = table["pretraining"].get(row.get("pretraining"))
+        init = []
+        if pre is not None:
+            init = [f"model.init_checkpoint={os.path.join(run_dir, 'pretraining', row['pretraining'])}"]
+            init += [s for s in pre["set"] if s.startswith("model.")]
+        for column in columns:
+            spec = table["columns"][column]
+            if spec.get("source") == "pretraining":
+                continue
+            for i in range(seeds):
+                cell = os.path.join(run_dir, "cells", row_name, column)
+                base = (common + list(entry.get("finetuning_set", [])) + init + row["set"]
+                        + user)
+                seed = config_lib.resolve(spec["experiment"], base).train.seed + i
+                steps.append({
+                    "kind": "finetuning", "name": f"{row_name} / {column} / seed {seed}",
+                    "row": row_name, "column": column, "seed": seed,
+                    "experiment": spec["experiment"], "run_dir": os.path.join(cell,
+                                                                              f"seed_{seed}"),
+                    "overrides": ([f"data.dir={_task_dir(data_root, spec['experiment'])}"]
+                                  + base + [f"train.seed={seed}"]),
+                    "train_examples": spec.get("train_examples")})
+    return steps
+
+
+def _override(overrides, key):
+    values = [o.partition("=")[2] for o in overrides if o.partition("=")[0].strip() == key]
+    return values[-1] if values else None
+
+
+def command(step):
+    """The `zoo` command that runs `step` on its own."""
+    if step["kind"] == "vocabulary":
+        return (f"zoo data vocab --kind {step['vocabulary_kind']} --size {step['size']} "
+                f"--corpus {step['corpus']}/*.txt --out {step['run_dir']}")
+    if step["kind"] == "shards":
+        return (f"zoo data pretrain --corpus {step['corpus']}/*.txt --vocab "
+                f"{step['vocabulary']} --max-sequence-length "
+                f"{' '.join(map(str, step['lengths']))} --out {step['run_dir']}")
+    sets = " ".join(f"--set {_quote(o)}" for o in step["overrides"])
+    return f"zoo train --experiment {step['experiment']} {sets} --run-dir {step['run_dir']}"
+
+
+def _quote(text):
+    return text if re.fullmatch(r"[\w./=:+,@-]+", text) else "'" + text.replace("'", "'\\''") + "'"
