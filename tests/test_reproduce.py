@@ -108,7 +108,7 @@ def test_dry_run_at_paper_scale_prints_the_plan_without_training(tmp_path, capsy
     assert (f"pretraining lm: gpt1/pretrain, {reference:,} backbone parameters, {steps:,} steps "
             f"of 64 x 512 tokens, ~{hours:.2f} accelerator hours") in out
     assert "24 fine-tuning runs" in out and "estimated total: ~" in out
-    assert f"zoo train --experiment gpt1/glue_rte --set data.dir=/data/glue/RTE" in out
+    assert "zoo train --experiment gpt1/glue_rte --set data.dir=/data/glue/RTE" in out
 
 
 TINY_TABLE = {

@@ -15,6 +15,7 @@ Writes RUN/table.md, RUN/table.csv and RUN/commands.sh (each cell as a `zoo trai
 """
 
 import argparse
+import os
 import sys
 
 
@@ -47,6 +48,7 @@ def register(subparsers):
 
 def run(args):
     from tasks import reproduce
+    from zoo import files
 
     if args.list:
         print("\n\n".join(reproduce.describe(name) for name in reproduce.table_names()))
@@ -71,7 +73,7 @@ def run(args):
     except reproduce.TableError as error:
         print(f"zoo reproduce: error: {error}", file=sys.stderr)
         return 1
-    with open(f"{args.run_dir}/table.md", encoding="utf-8") as file:
+    with files.open(os.path.join(args.run_dir, "table.md"), encoding="utf-8") as file:
         print(file.read(), end="")
     print(f"run directory: {args.run_dir}\nTensorBoard:   tensorboard --logdir {args.run_dir}")
     return 0
