@@ -162,6 +162,23 @@ def test_bert_is_bidirectional():
     assert np.abs(b[:, 0] - a[:, 0]).max() > 1e-3
 
 
+def test_a_left_to_right_bert_pools_its_last_real_token():
+    """BERT Table 5 "LTR & No NSP": under the causal mask [CLS] sees only itself, so the
+    pooled vector is the last real token's state, which changes with any earlier token."""
+    model = build("bert", causal=True, pooler=False)
+    x = inputs_for("bert", seq=10)
+    x["padding_mask"][:] = 0
+    x["padding_mask"][0, :7], x["padding_mask"][1, :4] = 1, 1
+    out = run(model, x)
+    np.testing.assert_allclose(out["pooled_output"], out["sequence_output"][[0, 1], [6, 3]],
+                               atol=1e-6)
+    changed = {k: v.copy() for k, v in x.items()}
+    changed["token_ids"][0, 1] = (changed["token_ids"][0, 1] % 49) + 1
+    pooled = run(model, changed)["pooled_output"]
+    assert np.abs(pooled[0] - out["pooled_output"][0]).max() > 1e-3
+    np.testing.assert_allclose(pooled[1], out["pooled_output"][1], atol=1e-6)
+
+
 def test_bert_hidden_states():
     model = build("bert", return_hidden_states=True)
     out = run(model, inputs_for("bert"))

@@ -9,7 +9,8 @@ output used for classification. Feed-forward width is 4H (section 3, footnote on
 import keras
 from keras import ops
 
-from zoo.layers import AttentionMask, PositionEmbedding, RowDropout, TransformerBlock
+from zoo.layers import (AttentionMask, LastTokenPooling, PositionEmbedding, RowDropout,
+                        TransformerBlock)
 from zoo.layers.initializers import clone_initializer
 from zoo.models.backbone import Backbone
 
@@ -39,7 +40,10 @@ class BertBackbone(Backbone):
             prediction have none (transformers' BertForMaskedLM); without it `pooled_output` is
             the [CLS] vector itself, as in `ViTBackbone`.
         causal: attend only to earlier positions (a left-to-right encoder): the "LTR & No NSP"
-            ablation of BERT Table 5, trained as a left-to-right language model.
+            ablation of BERT Table 5, trained as a left-to-right language model. Its
+            `pooled_output` reads the last real token (the final [SEP]) instead of [CLS], which
+            under the causal mask sees only itself: the only position that sees the whole
+            input, as GPT-1's classifier reads its last token (BERT does not say which it read).
 
     Example:
         >>> import numpy as np, zoo
@@ -105,7 +109,10 @@ class BertBackbone(Backbone):
         for block in blocks:
             x = block(x, attention_mask=mask)
             hidden_states.append(x)
-        cls = x[:, 0, :]  # (batch, hidden)
+        if causal:  # [CLS] sees only itself; the whole input reaches the last real token
+            cls = LastTokenPooling(name="last_token")(x, padding_mask)  # as GPT-1 reads it
+        else:
+            cls = x[:, 0, :]  # (batch, hidden)
         outputs = {"sequence_output": x, "pooled_output": pooler_dense(cls) if pooler else cls}
         if return_hidden_states:
             outputs["hidden_states"] = ops.stack(hidden_states, axis=1)
