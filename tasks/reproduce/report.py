@@ -59,11 +59,12 @@ def write_outputs(table, scale, seeds, record, steps, cells, run_dir):
         if step["kind"] == "finetuning" and step["row"] not in parameters:
             parameters[step["row"]] = backbone_parameters(step["experiment"], step["overrides"],
                                                           size)
+    timings = _read_json(os.path.join(run_dir, "timings.json"), {})
     columns = list(dict.fromkeys(c["column"] for c in cells))
     titles = {c["column"]: c["column_title"] for c in cells}
     lines = [f"# {table['title']}", "",
              f"Paper: {table['source']}. Scale: `{scale}`"
-             + (f" ({' '.join(table['scales'][scale]['description'].split())})"
+             + (f" ({' '.join(table['scales'][scale]['description'].split()).rstrip('.')})"
                 if table["scales"][scale].get("description") else "")
              + f". Seeds: {seeds} "
              "(ours: mean ± sample std of the final dev evaluation). Data: "
@@ -71,6 +72,8 @@ def write_outputs(table, scale, seeds, record, steps, cells, run_dir):
              f"Command: `zoo reproduce {_name(table)} --scale {scale} --seeds {seeds} "
              f"--data-root {record['data_root']} --run-dir {run_dir}"
              + "".join(f" --set {_quote(o)}" for o in record["overrides"]) + "`", "",
+             f"Wall time: {sum(timings.values()) / 60:.1f} min for every step (a row's time "
+             "below: its fine-tuning cells; per step: timings.json and the last table).", "",
              "| row | " + " | ".join(f"{titles[c]} paper | ours" for c in columns)
              + " | backbone parameters | wall time |",
              "| --- |" + " --- | --- |" * len(columns) + " --- | --- |"]
@@ -93,7 +96,6 @@ def write_outputs(table, scale, seeds, record, steps, cells, run_dir):
     lines += ["", "Cells (each an ordinary run directory; TensorBoard's HParams tab shows them "
               f"all: `tensorboard --logdir {run_dir}`):", "",
               "| step | seconds | command |", "| --- | --- | --- |"]
-    timings = _read_json(os.path.join(run_dir, "timings.json"), {})
     for step in steps:
         lines.append(f"| {step['name']} | {timings.get(step['name'], '-')} | "
                      f"`{command(step)}` |")
