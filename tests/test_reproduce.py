@@ -23,7 +23,8 @@ def test_every_table_parses_and_names_existing_experiments_and_keys():
     """load_table resolves every cell of every scale with zoo.config (unknown experiments and
     keys are errors); the tables the issue asks for are there."""
     names = reproduce.table_names()
-    assert {"gpt1/table5", "bert/table5"} <= set(names), names
+    assert set(names) == {"gpt1/table5", "gpt1/figure2", "bert/table5", "bert/table6",
+                          "bert/table7", "bert/table8"}, names
     for name in names:
         table = reproduce.load_table(name)
         assert set(table["scales"]) == set(reproduce.SCALES), name
@@ -81,6 +82,17 @@ def test_the_paper_numbers_match_what_the_experiments_already_quote():
     order = ["mnli", "qnli", "mrpc", "sst2", "squad"]
     assert [bert["rows"]["ltr_no_nsp"]["paper"][c] for c in order] == quoted[:5]
     assert [bert["rows"]["bert_base"]["paper"][c] for c in order] == quoted[5:10]
+    sizes = reproduce.load_table("bert/table6")  # its 12/768/12 row is Table 5's BERT_BASE
+    for column in ("mnli", "mrpc"):
+        assert sizes["rows"]["l12_h768_a12"]["paper"][column] == quoted[5 + order.index(column)]
+    ner = reproduce.load_table("bert/table7")
+    features = ["embeddings", "second_to_last", "last", "sum_last_four", "concat_last_four",
+                "sum_all"]
+    assert [ner["rows"][r]["paper"]["ner"] for r in features + ["bert_base"]] == _quoted(
+        "bert/conll2003_feature_based")[1:8]  # after "section 5.4"
+    dev_test = _quoted("bert/conll2003")  # section 5.3, base dev / test, large dev / test
+    assert [ner["rows"][r]["paper"]["ner"] for r in ("bert_base", "bert_large")] == [
+        dev_test[1], dev_test[3]]
 
 
 def test_list_prints_every_table_with_its_cells_and_the_paper_numbers(capsys):
@@ -145,7 +157,7 @@ def _numbers(run_dir):
 
 
 def test_a_killed_reproduction_resumes_without_retraining_and_ends_with_the_same_table(
-        sample_data, tmp_path):
+        sample_data, tmp_path, capsys):
     table = tmp_path / "tiny.yaml"
     table.write_text(yaml.safe_dump(TINY_TABLE, sort_keys=False), encoding="utf-8")
     reference = _reproduce(table, sample_data, tmp_path / "reference")
@@ -193,3 +205,14 @@ def test_a_killed_reproduction_resumes_without_retraining_and_ends_with_the_same
     assert re.search(r"^\| Full \| 91\.3 \| [\d.]+ ± [\d.]+ \| - \| [\d.]+ \| ", text, re.M), text
     assert "| Scratch | 84.0 | " in text and "zoo train --experiment gpt1/glue_sst2" in text
     assert "pretraining lm" in (run / "commands.sh").read_text(encoding="utf-8")
+
+    # A finished cell is never reported for settings it was not trained with.
+    changed = dict(TINY_TABLE, scales={s: dict(e, finetuning_set=["train.steps=13",
+                                                                  "train.eval_every=4"])
+                                       for s, e in TINY_TABLE["scales"].items()})
+    table.write_text(yaml.safe_dump(changed, sort_keys=False), encoding="utf-8")
+    assert cli(["reproduce", str(table), "--data-root", str(sample_data["root"]), "--run-dir",
+                str(run), "--set", f"model.vocabulary={sample_data['bpe']}"]) == 1
+    err = capsys.readouterr().err
+    assert "cells/full/sst2/seed_0: finished with other settings" in err
+    assert "train.steps" in err

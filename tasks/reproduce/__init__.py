@@ -9,17 +9,22 @@ A table is data, one YAML file under configs/reproduce/<family>/<table>.yaml:
     pretraining          {name: {experiment, set: [k=v ...], shards: bool, train_examples}}:
                          the pretraining runs the rows start from (shards: the experiment
                          reads `zoo data pretrain` shards, written from the corpus)
-    columns              {name: {title, experiment, metric, percent, train_examples}}: one
-                         fine-tuning task per column; `metric` is a key of its metrics.jsonl;
-                         `source: pretraining` reads the row's pretraining run instead
-    rows                 {name: {title, pretraining: name|null, set: [...], paper: {column:
-                         number}}}: null is "w/o pre-training" (random initialization)
-    scales               {paper|small|sample: {description, seeds, columns, set,
-                         pretraining_set, finetuning_set, vocabulary_size}}
+    columns              {name: {title, experiment, metric, percent, set, train_examples}}:
+                         one fine-tuning task per column; `metric` is a key of its
+                         metrics.jsonl; `source: pretraining` reads the row's pretraining run
+    rows                 {name: {title, pretraining: name|null, set: [...], experiments:
+                         {column: experiment}, paper: {column: number}}}: null is "w/o
+                         pre-training" (random initialization); `experiments` replaces a
+                         column's experiment in this row (BERT Table 7's feature-based rows)
+    scales               {paper|small|sample: {description, seeds, rows, columns, set,
+                         pretraining_set, finetuning_set, pretraining_overrides: {name:
+                         [...]}, row_overrides: {row: [...]}, vocabulary_size}}
 
-`set` of a scale applies to every run, `pretraining_set` / `finetuning_set` to one kind; a
-pretraining entry's `model.*` settings carry over to the rows that start from it (the
-architecture must match its checkpoint). The user's `--set` comes last and wins.
+`set` of a scale applies to every run, `pretraining_set` / `finetuning_set` to one kind,
+`pretraining_overrides` to one pretraining (e.g. a smaller size of each BERT Table 6 row); a
+pretraining's `model.*` settings carry over to the rows that start from it (the architecture
+must match its checkpoint). Then a column's `set`, a row's, the scale's `row_overrides` for
+the row; the user's `--set` comes last and wins.
 
 Every cell is an ordinary run directory under RUN (`RUN/pretraining/<name>`,
 `RUN/cells/<row>/<column>/seed_<s>`), trained by `tasks.runs.train` exactly as `zoo train`

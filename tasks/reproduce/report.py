@@ -7,7 +7,7 @@ import math
 import os
 
 from tasks.reproduce.tables import (SUSTAINED_FLOPS, TABLE_ROOT, _quote, command, load_table,
-                                    plan)
+                                    plan, scale_rows)
 from zoo import config as config_lib
 from zoo import files
 from zoo.files import write_text
@@ -77,7 +77,7 @@ def write_outputs(table, scale, seeds, record, steps, cells, run_dir):
              "| row | " + " | ".join(f"{titles[c]} paper | ours" for c in columns)
              + " | backbone parameters | wall time |",
              "| --- |" + " --- | --- |" * len(columns) + " --- | --- |"]
-    for row_name, row in table["rows"].items():
+    for row_name, row in scale_rows(table, scale).items():
         mine = [c for c in cells if c["row"] == row_name]
         seconds = sum(c["seconds"] for c in mine)
         lines.append(f"| {row.get('title', row_name)} | " + " | ".join(
@@ -165,7 +165,7 @@ def dry_run(table, scale, data_root, run_dir, seeds=None, overrides=()):
         train = config.train
         if train.steps:
             updates = train.steps
-        elif step.get("train_examples"):
+        elif step.get("train_examples") and scale != "sample":  # the real data's size
             updates = math.ceil(train.epochs * step["train_examples"] / train.batch_size)
         else:
             updates = None

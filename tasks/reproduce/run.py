@@ -5,9 +5,10 @@ import os
 import time
 
 import numpy as np
+import yaml
 
 from tasks.reproduce.report import _read_json, write_outputs
-from tasks.reproduce.tables import TableError, command, plan
+from tasks.reproduce.tables import TableError, command, plan, scale_rows
 from zoo import config as config_lib
 from zoo import files
 from zoo.files import write_text
@@ -50,6 +51,7 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
     timings = _read_json(timings_path, {})
     for number, step in enumerate(steps, 1):
         if _finished(step):
+            _check_same_settings(step)
             continue
         progress(f"[{number}/{len(steps)}] {step['name']}")
         start = time.perf_counter()
@@ -85,6 +87,26 @@ def _finished(step):
     return files.isfile(os.path.join(step["run_dir"], "final.keras"))
 
 
+def _check_same_settings(step):
+    """A finished cell was trained with the settings the plan gives it now; else (the table
+    YAML or --set changed since) its numbers would be reported for settings it never had."""
+    if step["kind"] not in ("pretraining", "finetuning"):
+        return
+    config = config_lib.resolve(step["experiment"], step["overrides"])
+    with files.open(os.path.join(step["run_dir"], "config.yaml"), encoding="utf-8") as file:
+        trained = yaml.safe_load(file)
+    planned = config_lib.to_dict(config)
+    changed = [section for section in planned if not isinstance(planned[section], dict)
+               and planned[section] != trained.get(section)]
+    changed += [f"{section}.{key}" for section in planned if isinstance(planned[section], dict)
+                for key in planned[section]
+                if planned[section][key] != (trained.get(section) or {}).get(key)]
+    if changed:
+        raise TableError(f"{step['run_dir']}: finished with other settings than the table now "
+                         f"gives this cell ({', '.join(changed[:5])}); the table YAML or --set "
+                         "changed since: use another --run-dir or --overwrite")
+
+
 def _corpus(directory):
     corpus = sorted(files.glob(os.path.join(directory, "*.txt")))
     if not corpus:
@@ -114,7 +136,7 @@ def results(table, scale, steps, timings=None):
             by_cell.setdefault((step["row"], step["column"]), []).append(step)
     columns = table["scales"][scale].get("columns") or list(table["columns"])
     cells = []
-    for row_name, row in table["rows"].items():
+    for row_name, row in scale_rows(table, scale).items():
         for column in columns:
             spec = table["columns"][column]
             if spec.get("source") == "pretraining":

@@ -21,10 +21,10 @@ SUSTAINED_FLOPS = 40e12
 _TOP = {"title", "source", "reference", "vocabulary", "pretraining", "columns", "rows",
         "scales", "note"}
 _PRETRAINING = {"experiment", "set", "shards", "train_examples"}
-_COLUMN = {"title", "experiment", "metric", "percent", "train_examples", "source"}
-_ROW = {"title", "pretraining", "set", "paper"}
-_SCALE = {"description", "seeds", "columns", "set", "pretraining_set", "finetuning_set",
-          "vocabulary_size"}
+_COLUMN = {"title", "experiment", "metric", "percent", "train_examples", "source", "set"}
+_ROW = {"title", "pretraining", "set", "paper", "experiments"}
+_SCALE = {"description", "seeds", "rows", "columns", "set", "pretraining_set", "finetuning_set",
+          "vocabulary_size", "pretraining_overrides", "row_overrides"}
 
 
 class TableError(ValueError):
@@ -72,6 +72,7 @@ def load_table(name):
     for name_, column in table["columns"].items():
         _known(column, _COLUMN, path, f"columns.{name_}.")
         column.setdefault("percent", True)
+        column.setdefault("set", [])
         if "metric" not in column:
             raise TableError(f"{path}: columns.{name_}.metric: missing")
         if column.get("source", "finetuning") not in ("finetuning", "pretraining"):
@@ -82,6 +83,10 @@ def load_table(name):
         _known(row, _ROW, path, f"rows.{name_}.")
         row.setdefault("set", [])
         row.setdefault("paper", {})
+        row.setdefault("experiments", {})
+        for column in row["experiments"]:
+            if column not in table["columns"]:
+                raise TableError(f"{path}: rows.{name_}.experiments.{column}: no such column")
         if row.get("pretraining") is not None and row["pretraining"] not in table["pretraining"]:
             raise TableError(f"{path}: rows.{name_}.pretraining: {row['pretraining']!r} is not "
                              f"in pretraining ({', '.join(table['pretraining'])})")
@@ -97,6 +102,19 @@ def load_table(name):
         for column in entry.get("columns", []):
             if column not in table["columns"]:
                 raise TableError(f"{path}: scales.{scale}.columns: no column {column!r}")
+        for row in entry.get("rows", []):
+            if row not in table["rows"]:
+                raise TableError(f"{path}: scales.{scale}.rows: no row {row!r}")
+        if entry.get("rows") and table["reference"] not in entry["rows"]:
+            raise TableError(f"{path}: scales.{scale}.rows: the reference row "
+                             f"{table['reference']!r} must be one of them")
+        for name_ in entry.get("row_overrides", {}):
+            if name_ not in table["rows"]:
+                raise TableError(f"{path}: scales.{scale}.row_overrides.{name_}: no such row")
+        for name_ in entry.get("pretraining_overrides", {}):
+            if name_ not in table["pretraining"]:
+                raise TableError(f"{path}: scales.{scale}.pretraining_overrides.{name_}: no "
+                                 "such pretraining")
     table["path"] = path
     for scale in table["scales"]:  # every cell's config resolves at every scale
         step = {"name": "plan"}
@@ -150,7 +168,7 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
                       "size": entry.get("vocabulary_size", kind["size"]),
                       "corpus": os.path.join(data_root, os.path.dirname(CORPUS))})
     common = list(entry.get("set", [])) + [f"model.vocabulary={vocabulary}"]
-    rows = table["rows"]
+    rows = scale_rows(table, scale)
     columns = entry.get("columns") or list(table["columns"])
     used = [name for name in table["pretraining"]
             if any(row.get("pretraining") == name for row in rows.values())]
@@ -158,7 +176,8 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
     pretraining, lengths = [], []
     for name in used:
         pre = table["pretraining"][name]
-        pre_overrides = common + list(entry.get("pretraining_set", [])) + pre["set"] + user
+        pre_overrides = (common + list(entry.get("pretraining_set", [])) + _pre_set(table, entry,
+                                                                                  name) + user)
         data = _task_dir(data_root, pre["experiment"])
         if pre.get("shards"):  # `zoo data pretrain` of the corpus, one folder for all
             config = config_lib.resolve(pre["experiment"], pre_overrides)
@@ -180,25 +199,39 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
         init = []
         if pre is not None:
             init = [f"model.init_checkpoint={os.path.join(run_dir, 'pretraining', row['pretraining'])}"]
-            init += [s for s in pre["set"] if s.startswith("model.")]
+            init += [s for s in _pre_set(table, entry, row["pretraining"])
+                     if s.startswith("model.")]
         for column in columns:
             spec = table["columns"][column]
             if spec.get("source") == "pretraining":
                 continue
+            experiment = row["experiments"].get(column, spec.get("experiment"))
             for i in range(seeds):
                 cell = os.path.join(run_dir, "cells", row_name, column)
-                base = (common + list(entry.get("finetuning_set", [])) + init + row["set"]
+                base = (common + list(entry.get("finetuning_set", [])) + init + spec["set"]
+                        + row["set"] + list(entry.get("row_overrides", {}).get(row_name, []))
                         + user)
-                seed = config_lib.resolve(spec["experiment"], base).train.seed + i
+                seed = config_lib.resolve(experiment, base).train.seed + i
                 steps.append({
                     "kind": "finetuning", "name": f"{row_name} / {column} / seed {seed}",
                     "row": row_name, "column": column, "seed": seed,
-                    "experiment": spec["experiment"], "run_dir": os.path.join(cell,
-                                                                              f"seed_{seed}"),
-                    "overrides": ([f"data.dir={_task_dir(data_root, spec['experiment'])}"]
+                    "experiment": experiment, "run_dir": os.path.join(cell, f"seed_{seed}"),
+                    "overrides": ([f"data.dir={_task_dir(data_root, experiment)}"]
                                   + base + [f"train.seed={seed}"]),
                     "train_examples": spec.get("train_examples")})
     return steps
+
+
+def scale_rows(table, scale):
+    """{name: row} of the rows a scale runs (its `rows`, default all), in the table's order."""
+    names = table["scales"][scale].get("rows") or list(table["rows"])
+    return {name: row for name, row in table["rows"].items() if name in names}
+
+
+def _pre_set(table, scale_entry, name):
+    """A pretraining's settings at a scale: its own, then the scale's for it."""
+    return (list(table["pretraining"][name]["set"])
+            + list(scale_entry.get("pretraining_overrides", {}).get(name, [])))
 
 
 def _override(overrides, key):
