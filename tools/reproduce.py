@@ -48,7 +48,7 @@ def register(subparsers):
 
 def run(args):
     from tasks import reproduce
-    from zoo import files
+    from zoo import files, training
 
     if args.list:
         print("\n\n".join(reproduce.describe(name) for name in reproduce.table_names()))
@@ -70,7 +70,7 @@ def run(args):
             return 0
         reproduce.reproduce(table, args.scale, args.data_root, args.run_dir, args.seeds,
                             args.overrides, args.overwrite)
-    except reproduce.TableError as error:
+    except (reproduce.TableError, training.TrainingError) as error:
         print(f"zoo reproduce: error: {error}", file=sys.stderr)
         return 1
     with files.open(os.path.join(args.run_dir, "table.md"), encoding="utf-8") as file:

@@ -132,8 +132,9 @@ def describe(name):
     table = load_table(name)
     columns = table["columns"]
     lines = [f"{name}: {table['title']}", f"  paper: {table['source']}",
-             "  columns: " + ", ".join(f"{c} ({s.get('title', c)}: {s.get('experiment', s.get('source'))} {s['metric']})"
-                                       for c, s in columns.items()),
+             "  columns: " + ", ".join(
+                 f"{c} ({s.get('title', c)}: {s.get('experiment', s.get('source'))} "
+                 f"{s['metric']})" for c, s in columns.items()),
              "  rows (paper's numbers):"]
     for row_name, row in table["rows"].items():
         start = row.get("pretraining") or "no pre-training"
@@ -141,7 +142,9 @@ def describe(name):
         sets = f"; {' '.join(row['set'])}" if row["set"] else ""
         lines.append(f"    {row_name}: {row.get('title', row_name)} [{start}{sets}]: {numbers}")
     for scale, entry in table["scales"].items():
-        lines.append(f"  --scale {scale}: {entry.get('seeds', 1)} seed(s); "
+        only = "".join(f"; {key} {', '.join(entry[key])}" for key in ("rows", "columns")
+                       if entry.get(key))
+        lines.append(f"  --scale {scale}: {entry.get('seeds', 1)} seed(s){only}; "
                      f"{' '.join(entry.get('description', '').split())}")
     return "\n".join(lines)
 

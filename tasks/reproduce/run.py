@@ -13,6 +13,7 @@ from zoo import config as config_lib
 from zoo import files
 from zoo.files import write_text
 
+
 def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwrite=False,
               progress=print):
     """Run every step of `plan` not yet finished, then write RUN/table.md and RUN/table.csv.

@@ -62,7 +62,7 @@ def load_table(name):
     if not isinstance(table, dict):
         raise TableError(f"{path}: expected a mapping, found {type(table).__name__}")
     _known(table, _TOP, path, "")
-    for key in ("title", "source", "reference", "columns", "rows", "scales"):
+    for key in ("title", "source", "reference", "vocabulary", "columns", "rows", "scales"):
         if key not in table:
             raise TableError(f"{path}: {key}: missing")
     table.setdefault("pretraining", {})
@@ -198,7 +198,8 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
         pre = table["pretraining"].get(row.get("pretraining"))
         init = []
         if pre is not None:
-            init = [f"model.init_checkpoint={os.path.join(run_dir, 'pretraining', row['pretraining'])}"]
+            start = os.path.join(run_dir, "pretraining", row["pretraining"])
+            init = [f"model.init_checkpoint={start}"]
             init += [s for s in _pre_set(table, entry, row["pretraining"])
                      if s.startswith("model.")]
         for column in columns:
