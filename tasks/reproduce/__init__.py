@@ -18,7 +18,8 @@ A table is data, one YAML file under configs/reproduce/<family>/<table>.yaml:
                          column's experiment in this row (BERT Table 7's feature-based rows)
     scales               {paper|small|sample: {description, seeds, rows, columns, set,
                          pretraining_set, finetuning_set, pretraining_overrides: {name:
-                         [...]}, row_overrides: {row: [...]}, vocabulary_size}}
+                         [...]}, row_overrides: {row: [...]}, vocabulary_size,
+                         dupe_factor (of the `zoo data pretrain` shards, default 1)}}
 
 `set` of a scale applies to every run, `pretraining_set` / `finetuning_set` to one kind,
 `pretraining_overrides` to one pretraining (e.g. a smaller size of each BERT Table 6 row); a

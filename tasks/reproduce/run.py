@@ -65,7 +65,8 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
             from zoo.data.pretraining import write_pretraining_data
 
             write_pretraining_data(_corpus(step["corpus"]), step["vocabulary"], step["run_dir"],
-                                   max_sequence_lengths=step["lengths"])
+                                   max_sequence_lengths=step["lengths"],
+                                   dupe_factor=step["dupe_factor"])
         else:
             import keras
 

@@ -24,7 +24,7 @@ _PRETRAINING = {"experiment", "set", "shards", "train_examples"}
 _COLUMN = {"title", "experiment", "metric", "percent", "train_examples", "source", "set"}
 _ROW = {"title", "pretraining", "set", "paper", "experiments"}
 _SCALE = {"description", "seeds", "rows", "columns", "set", "pretraining_set", "finetuning_set",
-          "vocabulary_size", "pretraining_overrides", "row_overrides"}
+          "vocabulary_size", "pretraining_overrides", "row_overrides", "dupe_factor"}
 
 
 class TableError(ValueError):
@@ -192,7 +192,8 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
     if lengths:
         steps.append({"kind": "shards", "name": "shards", "run_dir": shards,
                       "corpus": os.path.join(data_root, os.path.dirname(CORPUS)),
-                      "vocabulary": vocabulary, "lengths": sorted(set(lengths))})
+                      "vocabulary": vocabulary, "lengths": sorted(set(lengths)),
+                      "dupe_factor": entry.get("dupe_factor", 1)})
     steps += pretraining
     for row_name, row in rows.items():
         pre = table["pretraining"].get(row.get("pretraining"))
@@ -248,7 +249,8 @@ def command(step):
     if step["kind"] == "shards":
         return (f"zoo data pretrain --corpus {step['corpus']}/*.txt --vocab "
                 f"{step['vocabulary']} --max-sequence-length "
-                f"{' '.join(map(str, step['lengths']))} --out {step['run_dir']}")
+                f"{' '.join(map(str, step['lengths']))} --dupe-factor {step['dupe_factor']} "
+                f"--out {step['run_dir']}")
     sets = " ".join(f"--set {_quote(o)}" for o in step["overrides"])
     return f"zoo train --experiment {step['experiment']} {sets} --run-dir {step['run_dir']}"
 
