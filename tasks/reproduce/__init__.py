@@ -11,7 +11,7 @@ A table is data, one YAML file under configs/reproduce/<family>/<table>.yaml:
                          reads `zoo data pretrain` shards, written from the corpus)
     columns              {name: {title, experiment, metric, percent, set, train_examples}}:
                          one fine-tuning task per column; `metric` is a key of its
-                         metrics.jsonl; `source: pretraining` reads the row's pretraining run
+                         metrics.json; `source: pretraining` reads the row's pretraining run
     rows                 {name: {title, pretraining: name|null, set: [...], experiments:
                          {column: experiment}, paper: {column: number}}}: null is "w/o
                          pre-training" (random initialization); `experiments` replaces a

@@ -122,7 +122,7 @@ def _final_metrics(run_dir):
 
     history = training.read_metrics(run_dir)
     if not history:
-        raise TableError(f"{run_dir}: no evaluation in metrics.jsonl")
+        raise TableError(f"{run_dir}: no evaluation in metrics.json")
     return history[-1]
 
 
@@ -151,7 +151,7 @@ def results(table, scale, steps, timings=None):
                 metrics = _final_metrics(step["run_dir"])
                 if spec["metric"] not in metrics:
                     raise TableError(f"{step['run_dir']}: no metric {spec['metric']!r} in "
-                                     f"metrics.jsonl (it has {', '.join(sorted(metrics))})")
+                                     f"metrics.json (it has {', '.join(sorted(metrics))})")
                 values.append(metrics[spec["metric"]] * (100 if spec["percent"] else 1))
             cells.append({
                 "row": row_name, "row_title": row.get("title", row_name), "column": column,
