@@ -36,6 +36,12 @@ def test_every_table_parses_and_names_existing_experiments_and_keys():
                 if step["kind"] in ("pretraining", "finetuning"):
                     config = config_lib.resolve(step["experiment"], step["overrides"])
                     assert config.data.dir.startswith(("DATA/", "RUN/")), step
+    rates = {}  # a scale's column_overrides reach that column's cells and no other
+    for step in reproduce.plan(reproduce.load_table("bert/table8"), "sample", "DATA", "RUN"):
+        if step["kind"] == "finetuning":
+            config = config_lib.resolve(step["experiment"], step["overrides"])
+            rates.setdefault(step["column"], set()).add(config.train.learning_rate)
+    assert rates == {"mnli": {1e-3}, "ner": {1e-3}, "ner_features": {1e-2}}, rates
 
 
 @pytest.mark.parametrize("change, message", [

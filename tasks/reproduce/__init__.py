@@ -18,14 +18,15 @@ A table is data, one YAML file under configs/reproduce/<family>/<table>.yaml:
                          column's experiment in this row (BERT Table 7's feature-based rows)
     scales               {paper|small|sample: {description, seeds, rows, columns, set,
                          pretraining_set, finetuning_set, pretraining_overrides: {name:
-                         [...]}, row_overrides: {row: [...]}, vocabulary_size,
+                         [...]}, column_overrides and row_overrides: {name: [...]},
+                         vocabulary_size,
                          dupe_factor (of the `zoo data pretrain` shards, default 1)}}
 
 `set` of a scale applies to every run, `pretraining_set` / `finetuning_set` to one kind,
 `pretraining_overrides` to one pretraining (e.g. a smaller size of each BERT Table 6 row); a
 pretraining's `model.*` settings carry over to the rows that start from it (the architecture
-must match its checkpoint). Then a column's `set`, a row's, the scale's `row_overrides` for
-the row; the user's `--set` comes last and wins.
+must match its checkpoint). Then a column's `set` and the scale's `column_overrides` for it,
+a row's `set` and the scale's `row_overrides` for it; the user's `--set` comes last and wins.
 
 Every cell is an ordinary run directory under RUN (`RUN/pretraining/<name>`,
 `RUN/cells/<row>/<column>/seed_<s>`), trained by `tasks.runs.train` exactly as `zoo train`

@@ -24,7 +24,8 @@ _PRETRAINING = {"experiment", "set", "shards", "train_examples"}
 _COLUMN = {"title", "experiment", "metric", "percent", "train_examples", "source", "set"}
 _ROW = {"title", "pretraining", "set", "paper", "experiments"}
 _SCALE = {"description", "seeds", "rows", "columns", "set", "pretraining_set", "finetuning_set",
-          "vocabulary_size", "pretraining_overrides", "row_overrides", "dupe_factor"}
+          "vocabulary_size", "pretraining_overrides", "row_overrides", "column_overrides",
+          "dupe_factor"}
 
 
 class TableError(ValueError):
@@ -108,6 +109,10 @@ def load_table(name):
         if entry.get("rows") and table["reference"] not in entry["rows"]:
             raise TableError(f"{path}: scales.{scale}.rows: the reference row "
                              f"{table['reference']!r} must be one of them")
+        for name_ in entry.get("column_overrides", {}):
+            if name_ not in table["columns"]:
+                raise TableError(f"{path}: scales.{scale}.column_overrides.{name_}: no such "
+                                 "column")
         for name_ in entry.get("row_overrides", {}):
             if name_ not in table["rows"]:
                 raise TableError(f"{path}: scales.{scale}.row_overrides.{name_}: no such row")
@@ -211,8 +216,8 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
             for i in range(seeds):
                 cell = os.path.join(run_dir, "cells", row_name, column)
                 base = (common + list(entry.get("finetuning_set", [])) + init + spec["set"]
-                        + row["set"] + list(entry.get("row_overrides", {}).get(row_name, []))
-                        + user)
+                        + list(entry.get("column_overrides", {}).get(column, [])) + row["set"]
+                        + list(entry.get("row_overrides", {}).get(row_name, [])) + user)
                 seed = config_lib.resolve(experiment, base).train.seed + i
                 steps.append({
                     "kind": "finetuning", "name": f"{row_name} / {column} / seed {seed}",
