@@ -39,10 +39,16 @@ class Task:
     # Split name -> the `zoo.data.samples.LAYOUT` split whose file it reads; None: the
     # LAYOUT splits under their own names.
     splits = None
+    # Whether the family's BERT model can put a BiLSTM under its head (`model.bilstm`).
+    bilstm_head = False
 
     def __init__(self, name, config):
         self.name, self.config = name, config
         self._cache = {}
+        if config.model.bilstm and not (self.bilstm_head and not is_gpt(config.model.preset)):
+            raise config_lib.ConfigError(
+                f"model.bilstm: {name} with {config.model.preset} has no BiLSTM head; it is "
+                "for BERT classification and span QA (BERT Table 5, 'LTR & No NSP + BiLSTM')")
 
     # --- Data ---
 

@@ -62,6 +62,8 @@ class ClassificationTask(Task):
         {'f1': 0.91, 'accuracy': 0.88}
     """
 
+    bilstm_head = True  # model.bilstm: BERT Table 5 "LTR & No NSP + BiLSTM"
+
     def __init__(self, name, config, check_data=True):
         super().__init__(name, config)
         self.labels = READERS[name].labels  # None: STS-B scores
@@ -149,14 +151,18 @@ class ClassificationTask(Task):
         """The backbone of `model.preset` / `model.init_checkpoint` with this task's head."""
         from zoo import models
 
-        backbone = training.load_backbone(self.config.model, self.tokenizer)
+        model = self.config.model
         num_classes = 1 if self.regression else len(self.labels)
+        if model.bilstm:  # the BiLSTM's final states replace the pooler (BERT Table 5)
+            backbone = training.load_backbone(model, self.tokenizer, pooler=False)
+            return models.BertClassifier(backbone, num_classes, dropout=model.dropout,
+                                         lstm_units=model.lstm_units)
+        backbone = training.load_backbone(model, self.tokenizer)
         if not self.gpt:
-            return models.BertClassifier(backbone, num_classes, dropout=self.config.model.dropout)
+            return models.BertClassifier(backbone, num_classes, dropout=model.dropout)
         return models.GPTClassifier(
             backbone, num_classes, num_sequences=2 if self.name in SIMILARITY else None,
-            combine="sum", dropout=self.config.model.dropout,
-            lm=bool(self.config.train.lm_weight))
+            combine="sum", dropout=model.dropout, lm=bool(self.config.train.lm_weight))
 
     def compile(self, model, total_steps=None, warmup_steps=None):
         """Cross-entropy (STS-B: squared error) on the logits, + GPT-1's LM loss (section

@@ -76,6 +76,8 @@ class SpanQATask(Task):
         81.9
     """
 
+    bilstm_head = True  # model.bilstm: BERT Table 5 "LTR & No NSP + BiLSTM"
+
     def __init__(self, name, config, check_data=True):
         from zoo.models.presets import PRESETS
 
@@ -154,7 +156,8 @@ class SpanQATask(Task):
         # S and E read the token vectors only: no pooler (transformers' BertForQuestionAnswering
         # has none either), so no weight goes without a gradient.
         backbone = training.load_backbone(self.config.model, self.tokenizer, pooler=False)
-        return models.BertSpanQA(backbone)
+        lstm_units = self.config.model.lstm_units if self.config.model.bilstm else None
+        return models.BertSpanQA(backbone, lstm_units=lstm_units)
 
     def compile(self, model, total_steps=None, warmup_steps=None):
         """Mean of the start and end cross-entropies (run_squad.py), AdamW + schedule."""

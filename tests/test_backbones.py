@@ -179,6 +179,35 @@ def test_a_left_to_right_bert_pools_its_last_real_token():
     np.testing.assert_allclose(pooled[1], out["pooled_output"][1], atol=1e-6)
 
 
+def test_a_bilstm_under_a_left_to_right_bert_reads_the_right_context_and_no_padding(tmp_path):
+    """BERT Table 5 "+ BiLSTM" (`lstm_units`): under the causal mask position 0's span logit
+    sees no later token; through the BiLSTM it does. Padded positions change nothing, and the
+    heads come back from a .keras file with the same outputs."""
+    x = inputs_for("bert", seq=10)  # the second example's last two positions are padding
+    later = {k: v.copy() for k, v in x.items()}
+    later["token_ids"][:, 6] = (later["token_ids"][:, 6] % 49) + 1
+    padded = {k: v.copy() for k, v in x.items()}
+    padded["token_ids"][1, 8:] = 7
+    for lstm_units, right_context in ((None, False), (8, True)):
+        model = zoo.models.BertSpanQA(build("bert", causal=True, pooler=False),
+                                      lstm_units=lstm_units)
+        start = run(model, x)["start_positions"]
+        moved = np.abs(run(model, later)["start_positions"][:, 0] - start[:, 0]).max()
+        assert (moved > 1e-4) == right_context, (lstm_units, moved)
+        np.testing.assert_allclose(run(model, padded)["start_positions"][1, :8], start[1, :8],
+                                   atol=1e-6)
+    classifier = zoo.models.BertClassifier(build("bert", causal=True, pooler=False), 3,
+                                           lstm_units=8)
+    logits = run(classifier, x)["logits"]
+    assert np.abs(run(classifier, later)["logits"] - logits).max() > 1e-4
+    np.testing.assert_allclose(run(classifier, padded)["logits"][1], logits[1], atol=1e-6)
+    for model, key in ((model, "start_positions"), (classifier, "logits")):
+        model.save(tmp_path / "head.keras")
+        loaded = keras.saving.load_model(tmp_path / "head.keras")
+        assert loaded.lstm_units == 8 and loaded.bilstm is not None
+        np.testing.assert_allclose(run(loaded, x)[key], run(model, x)[key], atol=1e-6)
+
+
 def test_bert_hidden_states():
     model = build("bert", return_hidden_states=True)
     out = run(model, inputs_for("bert"))

@@ -466,6 +466,8 @@ def test_fine_tuned_heads_load_in_transformers_with_the_same_logits(name, tmp_pa
                                           lstm_units=4),
      "BiLSTM"),
     (lambda: zoo.models.CausalLanguageModel(_bert(causal=True)), "left-to-right BERT"),
+    (lambda: zoo.models.BertClassifier(_bert(causal=True), 2), "its BERT is left-to-right"),
+    (lambda: zoo.models.BertSpanQA(_bert(pooler=False), lstm_units=4), "BiLSTM under its head"),
 ])
 def test_heads_without_a_transformers_model_are_refused_with_the_reason(model, message,
                                                                         tmp_path):

@@ -161,6 +161,33 @@ def test_gpt1_similarity_regression_exports_a_score(sample_data, tmp_path):
                                                                {"score"})
 
 
+def test_a_left_to_right_run_with_a_bilstm_exports_and_other_tasks_refuse_the_bilstm(
+        sample_data, tmp_path, capsys):
+    """BERT Table 5 "LTR & No NSP + BiLSTM": a causal BERT with a BiLSTM under the classifier
+    trains, serves what it evaluates, and is refused by `zoo convert --to hf` (no transformers
+    model computes it); a task family without that head refuses `model.bilstm`."""
+    import tasks
+    from zoo import config as config_lib
+
+    run_dir = _train(sample_data, tmp_path / "run", "bert/glue_sst2", "SST-2",
+                     "model.backbone.causal=true", "model.bilstm=true", "model.lstm_units=8")
+    _, _, model = runs.load_task(str(run_dir))
+    assert model.bilstm is not None and model.backbone.causal and not model.backbone.pooler
+    path = runs.export_run(str(run_dir), str(tmp_path / "exports"), progress=lambda _: None)
+    columns, logits, _ = pipeline(run_dir)
+    [out] = serve_fresh(path, [{"sentence1": columns["sentence1"]}])
+    np.testing.assert_allclose(out["probabilities"], _softmax(logits), atol=1e-5)
+    capsys.readouterr()
+    assert cli(["convert", str(run_dir), str(tmp_path / "hf"), "--to", "hf"]) == 1
+    assert "its BERT is left-to-right" in capsys.readouterr().err
+    for name, experiment in (("conll2003", "bert/conll2003"), ("swag", "bert/swag"),
+                             ("glue/sst2", "gpt1/glue_sst2")):
+        config = config_lib.resolve(experiment, ["model.bilstm=true"])
+        with pytest.raises(config_lib.ConfigError, match=f"model.bilstm: {name} with "
+                           f"{config.model.preset} has no BiLSTM head"):
+            tasks.create(name, config)
+
+
 def test_a_mixed_precision_run_exports_with_its_policy(sample_data, tmp_path):
     run_dir = _train(sample_data, tmp_path / "run", "bert/glue_sst2", "SST-2",
                      "train.mixed_precision=mixed_bfloat16")

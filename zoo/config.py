@@ -67,8 +67,11 @@ class ModelConfig:
     features: str | None = _field(None, "feature-based NER (BERT Table 7): the frozen encoder's "
                                   "features fed to a BiLSTM; null: fine-tune the encoder",
                                   choices=FEATURES)
-    lstm_units: int = _field(768, "feature-based NER: BiLSTM units per direction (BERT 5.3)",
-                             min=1)
+    lstm_units: int = _field(768, "BiLSTM units per direction: feature-based NER (BERT 5.3), "
+                             "model.bilstm", min=1)
+    bilstm: bool = _field(False, "BERT classification and span QA: a randomly initialized "
+                          "BiLSTM over the encoder's token vectors under the classifier or "
+                          "the span layer (BERT Table 5, 'LTR & No NSP + BiLSTM')")
     transfer_layers: int | None = _field(None, "GPT-1 Figure 2 (left): copy only the embeddings "
                                          "and the first K blocks from init_checkpoint; null: "
                                          "all", min=0)

@@ -132,6 +132,13 @@ def _writer(model):
         raise ConversionError(f"{model.name}: a left-to-right BERT (BERT Table 5, LTR & No NSP) "
                               "has no transformers model; BertLMHeadModel is a decoder with "
                               "another head layout")
+    if getattr(getattr(model, "backbone", None), "causal", False):
+        raise ConversionError(f"{model.name}: its BERT is left-to-right (model.backbone.causal, "
+                              "BERT Table 5); transformers' BERT heads attend both ways, so "
+                              "they would compute another function")
+    if getattr(model, "bilstm", None) is not None:
+        raise ConversionError(f"{model.name}: a BiLSTM under its head (model.bilstm, BERT "
+                              "Table 5 'LTR & No NSP + BiLSTM'); no transformers model has one")
     writer = _HEAD_WRITERS.get(type(model)) or WRITERS.get(type(model))
     if writer is None:
         names = [cls.__name__ for cls in (*WRITERS, *_HEAD_WRITERS, BertPretrainer)]

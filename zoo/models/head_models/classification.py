@@ -20,10 +20,16 @@ class BertClassifier(HeadModel):
     classification weight matrix W (K x H); dropout 0.1 before it as in the released
     `run_classifier.py`. With `num_classes=1` the output is a regression score (STS-B).
 
+    With `lstm_units`, a randomly initialized BiLSTM reads the token vectors instead (BERT
+    section 5.1, Table 5 "LTR & No NSP + BiLSTM"): the classifier reads its two final states,
+    the forward one at the last real token and the backward one at the first; the backbone's
+    pooler is not used (build it with `pooler=False`).
+
     Args:
         backbone: a `zoo.models.BertBackbone`.
         num_classes: number of labels (1: regression).
         dropout: dropout on the pooled vector.
+        lstm_units: units per direction of the BiLSTM; None: no BiLSTM.
 
     Example:
         >>> import numpy as np, zoo
@@ -35,20 +41,28 @@ class BertClassifier(HeadModel):
         TensorShape([1, 3])
     """
 
-    config_keys = ("num_classes", "dropout")
+    config_keys = ("num_classes", "dropout", "lstm_units")
 
-    def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
+    def __init__(self, backbone, num_classes, dropout=0.1, lstm_units=None, **kwargs):
         # === Layers ===
         classifier = bert_classifier(backbone, num_classes, dropout)
+        bilstm = (None if lstm_units is None else
+                  keras.layers.Bidirectional(keras.layers.LSTM(lstm_units), name="bilstm"))
 
         # === Functional Model ===
         inputs = backbone.input
-        pooled = backbone(inputs)["pooled_output"]  # (batch, hidden)
+        if bilstm is None:
+            pooled = backbone(inputs)["pooled_output"]  # (batch, hidden)
+        else:
+            sequence = backbone(inputs)["sequence_output"]  # (batch, seq, hidden)
+            mask = ops.cast(inputs["padding_mask"], "bool")
+            pooled = bilstm(sequence, mask=mask)  # (batch, 2 * lstm_units)
         logits = classifier(pooled)  # (batch, num_classes)
         super().__init__(inputs=inputs, outputs={"logits": logits}, **kwargs)
 
         # === Config ===
-        self._keep(backbone, num_classes=num_classes, dropout=dropout, classifier=classifier)
+        self._keep(backbone, num_classes=num_classes, dropout=dropout, lstm_units=lstm_units,
+                   classifier=classifier, bilstm=bilstm)
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -63,8 +77,13 @@ class BertSpanQA(HeadModel):
     large negative logit so that no softmax and no argmax ever picks them. Section 4.3 (SQuAD
     2.0): the no-answer span starts and ends at [CLS], position 0.
 
+    With `lstm_units`, a randomly initialized BiLSTM over the token vectors feeds S and E
+    (BERT section 5.1: "we added a randomly initialized BiLSTM on top" of the left-to-right
+    model, Table 5 "LTR & No NSP + BiLSTM").
+
     Args:
         backbone: a `zoo.models.BertBackbone`.
+        lstm_units: units per direction of the BiLSTM; None: no BiLSTM.
 
     Example:
         >>> import numpy as np, zoo
@@ -76,25 +95,32 @@ class BertSpanQA(HeadModel):
         (TensorShape([1, 6]), True)
     """
 
-    def __init__(self, backbone, **kwargs):
+    config_keys = ("lstm_units",)
+
+    def __init__(self, backbone, lstm_units=None, **kwargs):
         # === Layers ===
         span = keras.layers.Dense(
             2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=0.02),
             dtype=backbone.dtype_policy, name="span")
+        bilstm = (None if lstm_units is None else keras.layers.Bidirectional(
+            keras.layers.LSTM(lstm_units, return_sequences=True), name="bilstm"))
 
         # === Functional Model ===
         inputs = backbone.input
-        logits = span(backbone(inputs)["sequence_output"])  # (batch, seq, 2)
+        mask = ops.cast(inputs["padding_mask"], "bool")  # (batch, seq)
+        sequence = backbone(inputs)["sequence_output"]  # (batch, seq, hidden)
+        if bilstm is not None:
+            sequence = bilstm(sequence, mask=mask)  # (batch, seq, 2 * lstm_units)
+        logits = span(sequence)  # (batch, seq, 2)
         # float32 so that the mask value is finite under mixed_float16.
         logits = ops.cast(logits, "float32")
-        mask = ops.cast(inputs["padding_mask"], "bool")  # (batch, seq)
         start = ops.where(mask, logits[..., 0], -1e9)  # (batch, seq)
         end = ops.where(mask, logits[..., 1], -1e9)  # (batch, seq)
         super().__init__(inputs=inputs, outputs={"start_positions": start,
                                                  "end_positions": end}, **kwargs)
 
         # === Config ===
-        self._keep(backbone, span=span)
+        self._keep(backbone, lstm_units=lstm_units, span=span, bilstm=bilstm)
 
 
 @keras.saving.register_keras_serializable(package="zoo")
