@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tasks import reproduce
+from tasks.reproduce import run as run_lib
 from tests.harness import REPO
 from tools.main import main as cli
 from zoo import config as config_lib
@@ -179,6 +180,22 @@ def test_the_table_gives_mean_sample_std_and_the_direction_of_each_effect(tmp_pa
     assert scratch["effect"] == pytest.approx(20.0) and scratch["same_direction"] is False
     assert cells["full", "lm"]["values"] == [25.0] and cells["scratch", "lm"]["values"] == []
     assert cells["full", "sst2"]["same_direction"] is None  # the reference row itself
+
+    # A column's metric checked as soon as a cell has trained (not after the last cell):
+    # a percentage where the column expects a fraction, and a metric the run does not have.
+    cell = next(s for s in steps if s["kind"] == "finetuning")
+    (pathlib.Path(cell["run_dir"]) / "metrics.json").write_text(json.dumps(
+        [{"step": 12, "accuracy": 75.0}]))
+    for check in (lambda: run_lib._check_columns(table, "sample", cell),
+                  lambda: reproduce.results(table, "sample", steps)):
+        with pytest.raises(reproduce.TableError, match="accuracy is 75, not a fraction.*"
+                           "give the column `percent: false`"):
+            check()
+    (pathlib.Path(cell["run_dir"]) / "metrics.json").write_text(json.dumps(
+        [{"step": 12, "acc": 0.75}]))
+    with pytest.raises(reproduce.TableError, match="no metric 'accuracy' in metrics.json "
+                       r"\(it has acc, step\)"):
+        run_lib._check_columns(table, "sample", cell)
 
 
 def _reproduce(table, sample_data, run_dir):

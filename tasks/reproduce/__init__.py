@@ -11,7 +11,9 @@ A table is data, one YAML file under configs/reproduce/<family>/<table>.yaml:
                          reads `zoo data pretrain` shards, written from the corpus)
     columns              {name: {title, experiment, metric, percent, set, train_examples}}:
                          one fine-tuning task per column; `metric` is a key of its
-                         metrics.json; `source: pretraining` reads the row's pretraining run
+                         metrics.json, a fraction shown x 100 (`percent: false`: shown as
+                         it is, e.g. perplexity, SQuAD F1); `source: pretraining` reads the
+                         row's pretraining run. Both are checked as each cell finishes
     rows                 {name: {title, pretraining: name|null, set: [...], experiments:
                          {column: experiment}, paper: {column: number}}}: null is "w/o
                          pre-training" (random initialization); `experiments` replaces a

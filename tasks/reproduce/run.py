@@ -73,6 +73,7 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
             config = config_lib.resolve(step["experiment"], step["overrides"])
             runs.train(config, step["run_dir"])
             keras.backend.clear_session()
+            _check_columns(table, scale, step)
         timings[step["name"]] = round(time.perf_counter() - start, 1)
         write_text(timings_path, json.dumps(timings, indent=1) + "\n")
     cells = results(table, scale, steps, timings)
@@ -126,6 +127,33 @@ def _final_metrics(run_dir):
     return history[-1]
 
 
+def _metric_value(run_dir, spec):
+    """A column's number from a finished run: its metric in the final evaluation, x 100 where
+    the column is a percentage of a fraction (`percent`, the default)."""
+    metrics = _final_metrics(run_dir)
+    if spec["metric"] not in metrics:
+        raise TableError(f"{run_dir}: no metric {spec['metric']!r} in metrics.json (it has "
+                         f"{', '.join(sorted(metrics))}): fix the column's `metric`")
+    value = metrics[spec["metric"]]
+    if spec["percent"] and abs(value) > 1:  # fractions, correlations and MCC lie in [-1, 1]
+        raise TableError(f"{run_dir}: {spec['metric']} is {value:g}, not a fraction, but the "
+                         "column turns it into a percentage: if the task reports a percentage "
+                         "already, give the column `percent: false`")
+    return value * (100 if spec["percent"] else 1)
+
+
+def _check_columns(table, scale, step):
+    """Right after a step trains, the numbers its columns read from it: a wrong metric name
+    or scale stops the reproduction at its first cell, not after the last."""
+    columns = table["scales"][scale].get("columns") or list(table["columns"])
+    if step["kind"] == "finetuning":
+        _metric_value(step["run_dir"], table["columns"][step["column"]])
+    elif step["kind"] == "pretraining":
+        for column in columns:
+            if table["columns"][column].get("source") == "pretraining":
+                _metric_value(step["run_dir"], table["columns"][column])
+
+
 def results(table, scale, steps, timings=None):
     """One entry per (row, column) of the scale: the paper's number, ours over the seeds
     (the final evaluation of each finished cell, as a percentage where the paper gives one),
@@ -146,13 +174,7 @@ def results(table, scale, steps, timings=None):
                 done = [pre] if pre is not None and _finished(pre) else []
             else:
                 done = by_cell.get((row_name, column), [])
-            values = []
-            for step in done:
-                metrics = _final_metrics(step["run_dir"])
-                if spec["metric"] not in metrics:
-                    raise TableError(f"{step['run_dir']}: no metric {spec['metric']!r} in "
-                                     f"metrics.json (it has {', '.join(sorted(metrics))})")
-                values.append(metrics[spec["metric"]] * (100 if spec["percent"] else 1))
+            values = [_metric_value(step["run_dir"], spec) for step in done]
             cells.append({
                 "row": row_name, "row_title": row.get("title", row_name), "column": column,
                 "column_title": spec.get("title", column), "metric": spec["metric"],
