@@ -45,6 +45,26 @@ def shared_run(tmp_path_factory, worker_id, name, config):
     return run_dir, {k: v for k, v in history[-1].items() if k != "step"}
 
 
+def wait_for_backup(proc, metadata, rounds, timeout):
+    """Wait until the run of `proc` has backed up `rounds` rounds (BackupAndRestore's
+    `training_metadata.json`, which the run rewrites as it goes); fail if `proc` ends first
+    or `timeout` seconds pass. The caller then kills it mid-round."""
+    import json
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        if metadata.exists():
+            try:
+                if json.loads(metadata.read_text())["epoch"] >= rounds:
+                    return
+            except (ValueError, KeyError):  # caught mid-write
+                pass
+        assert proc.poll() is None, proc.communicate()[0][-3000:]
+        assert time.monotonic() < deadline, f"no backup of round {rounds} within {timeout} s"
+        time.sleep(0.05)
+
+
 def run_in_backend(backend, function, *args, timeout=900, env=None):
     """Run `module:function(*args)` under `backend` in a fresh process; return its dict of arrays.
 

@@ -9,14 +9,13 @@ import signal
 import statistics
 import subprocess
 import sys
-import time
 
 import pytest
 import yaml
 
 from tasks import reproduce
 from tasks.reproduce import run as run_lib
-from tests.harness import REPO
+from tests.harness import REPO, wait_for_backup
 from tools.main import main as cli
 from zoo import config as config_lib
 
@@ -225,17 +224,7 @@ def test_a_killed_reproduction_resumes_without_retraining_and_ends_with_the_same
     run = tmp_path / "interrupted"
     interrupted = _reproduce(table, sample_data, run)
     metadata = run / "cells" / "scratch" / "sst2" / "seed_0" / "backup" / "training_metadata.json"
-    deadline = time.monotonic() + 600
-    while True:  # kill it in the last cell, once one of its rounds is backed up
-        if metadata.exists():
-            try:
-                if json.loads(metadata.read_text())["epoch"] >= 1:
-                    break
-            except (ValueError, KeyError):
-                pass
-        assert interrupted.poll() is None, interrupted.communicate()[0][-3000:]
-        assert time.monotonic() < deadline, "no backup of the last cell within 600 s"
-        time.sleep(0.05)
+    wait_for_backup(interrupted, metadata, 1, 600)  # kill it in the last cell, in round 2
     interrupted.send_signal(signal.SIGKILL)
     interrupted.wait()
     finished = [run / "pretraining" / "lm", run / "cells" / "full" / "sst2" / "seed_0"]

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from tasks import runs
-from tests.harness import REPO
+from tests.harness import REPO, wait_for_backup
 from tests.test_optimization import cosine_reference, linear_reference
 from tools.main import main as cli
 from zoo import config as config_lib
@@ -235,17 +235,7 @@ def test_a_killed_run_resumes_and_ends_with_the_uninterrupted_weights(sample_dat
     reference = zoo_train(command(tmp_path / "reference"))
     interrupted = zoo_train(command(tmp_path / "interrupted"))
     metadata = tmp_path / "interrupted" / "backup" / "training_metadata.json"
-    deadline = time.monotonic() + 300
-    while True:  # kill it once two rounds are backed up, in the middle of the third
-        if metadata.exists():
-            try:
-                if json.loads(metadata.read_text())["epoch"] >= 2:
-                    break
-            except (ValueError, KeyError):
-                pass
-        assert interrupted.poll() is None, interrupted.communicate()[0][-3000:]
-        assert time.monotonic() < deadline, "no backup within 300 s"
-        time.sleep(0.05)
+    wait_for_backup(interrupted, metadata, 2, 300)  # kill it in the middle of the third round
     interrupted.send_signal(signal.SIGKILL)
     interrupted.wait()
     assert not (tmp_path / "interrupted" / "final.keras").exists()
