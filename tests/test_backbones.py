@@ -294,6 +294,35 @@ def test_bfloat16_weights_compute_mixed_bfloat16_bit_for_bit(family):
             assert np.abs(actual[key].astype("float32") - fp32[key]).max() > 0, key
 
 
+def test_bfloat16_weights_rebuild_the_bilstm_heads():
+    """`export.with_bfloat16_weights` rebuilds a model whose BiLSTM's inner layers Keras names
+    anew when one is built again in the process (`forward_lstm` -> `forward_lstm_3`): the
+    BiLSTM heads (BERT Table 5 "+ BiLSTM", feature-based NER) serve the bits they compute
+    under mixed_bfloat16."""
+    from zoo import export
+
+    heads = {
+        "classifier": lambda: zoo.models.BertClassifier(
+            build("bert", causal=True, pooler=False), 3, lstm_units=8),
+        "span_qa": lambda: zoo.models.BertSpanQA(build("bert", pooler=False), lstm_units=8),
+        "feature_tagger": lambda: zoo.models.BertFeatureTagger(
+            build("bert", return_hidden_states=True), 3, "last", lstm_units=8),
+    }
+    x = inputs_for("bert")
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        for name, make in heads.items():
+            make()  # another of its kind built first: the rebuilt one's inner names move on
+            model = make()
+            served = export.with_bfloat16_weights(model)
+            expected, actual = run(model, x), run(served, x)
+            for key in expected:
+                np.testing.assert_array_equal(actual[key], expected[key], err_msg=name)
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
 def test_attention_explicit_path_matches_fused():
     """The training path with attention dropout computes the same function as the fused op."""
     layer = zoo.layers.MultiHeadSelfAttention(num_heads=2, dropout=0.5)

@@ -197,11 +197,27 @@ def with_dtype_policy(model, policy):
     finally:
         keras.config.set_dtype_policy(previous)
     for source, target in zip(model.weights, clone.weights, strict=True):
-        if source.path != target.path:
+        if not _same_weight(source, target):
             raise ValueError(f"with_dtype_policy: the rebuilt model's weight {target.path} "
-                             f"stands where {model.name} has {source.path}")
+                             f"{tuple(target.shape)} stands where {model.name} has "
+                             f"{source.path} {tuple(source.shape)}")
         target.assign(keras.ops.cast(source, target.dtype))
     return clone
+
+
+def _same_weight(source, target):
+    """Whether `target` of a rebuilt model is the weight `source`: the same shape and path,
+    except for the `_N` that Keras appends to the inner layers of a `Bidirectional`
+    ("forward_lstm", "backward_lstm") whenever one is built again in the same process
+    (`bilstm/forward_lstm_1/...` rebuilt as `bilstm/forward_lstm_3/...`)."""
+    import re
+
+    def name(part):
+        return re.sub(r"_\d+$", "", part) if part.startswith(("forward_", "backward_")) else part
+
+    ours, theirs = source.path.split("/"), target.path.split("/")
+    return (tuple(source.shape) == tuple(target.shape) and len(ours) == len(theirs) and
+            all(name(a) == name(b) for a, b in zip(ours, theirs)))
 
 
 def _read_in_compute_dtype(layer):
