@@ -8,7 +8,7 @@ import numpy as np
 import yaml
 
 from tasks.reproduce.report import _read_json, write_outputs
-from tasks.reproduce.tables import TableError, command, plan, scale_rows
+from tasks.reproduce.tables import TableError, command, plan, scale_columns, scale_rows
 from zoo import config as config_lib
 from zoo import files
 from zoo.files import write_text
@@ -145,11 +145,10 @@ def _metric_value(run_dir, spec):
 def _check_columns(table, scale, step):
     """Right after a step trains, the numbers its columns read from it: a wrong metric name
     or scale stops the reproduction at its first cell, not after the last."""
-    columns = table["scales"][scale].get("columns") or list(table["columns"])
     if step["kind"] == "finetuning":
         _metric_value(step["run_dir"], table["columns"][step["column"]])
     elif step["kind"] == "pretraining":
-        for column in columns:
+        for column in scale_columns(table, scale):
             if table["columns"][column].get("source") == "pretraining":
                 _metric_value(step["run_dir"], table["columns"][column])
 
@@ -164,7 +163,7 @@ def results(table, scale, steps, timings=None):
     for step in steps:
         if step["kind"] == "finetuning" and _finished(step):
             by_cell.setdefault((step["row"], step["column"]), []).append(step)
-    columns = table["scales"][scale].get("columns") or list(table["columns"])
+    columns = scale_columns(table, scale)
     cells = []
     for row_name, row in scale_rows(table, scale).items():
         for column in columns:

@@ -174,7 +174,7 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
                       "corpus": os.path.join(data_root, os.path.dirname(CORPUS))})
     common = list(entry.get("set", [])) + [f"model.vocabulary={vocabulary}"]
     rows = scale_rows(table, scale)
-    columns = entry.get("columns") or list(table["columns"])
+    columns = scale_columns(table, scale)
     used = [name for name in table["pretraining"]
             if any(row.get("pretraining") == name for row in rows.values())]
     shards = os.path.join(run_dir, "data", "shards")
@@ -233,6 +233,11 @@ def scale_rows(table, scale):
     """{name: row} of the rows a scale runs (its `rows`, default all), in the table's order."""
     names = table["scales"][scale].get("rows") or list(table["rows"])
     return {name: row for name, row in table["rows"].items() if name in names}
+
+
+def scale_columns(table, scale):
+    """[name] of the columns a scale runs (its `columns`, default all)."""
+    return table["scales"][scale].get("columns") or list(table["columns"])
 
 
 def _pre_set(table, scale_entry, name):
