@@ -147,13 +147,15 @@ def markdown_table(header, rows):
 
 
 def is_gpt(preset):
-    """Whether `model.preset` is a GPT-1 preset (else a BERT or ViT one); unknown: ConfigError."""
+    """Whether `model.preset` is a GPT-1 preset, the Transformer or the LSTM of GPT-1 Table 5
+    (GPT-1's tokenizer, input transformations and auxiliary LM), else a BERT or ViT one;
+    unknown: ConfigError."""
     from zoo.models.presets import PRESETS
 
     if preset not in PRESETS:
         raise config_lib.ConfigError(f"model.preset: unknown preset {preset!r}; known: "
                                      f"{', '.join(PRESETS)}")
-    return PRESETS[preset][0] == "GPTBackbone"
+    return PRESETS[preset][0] in ("GPTBackbone", "LSTMBackbone")
 
 
 def lm_targets(x):

@@ -1,4 +1,5 @@
-"""The shared harness applied to every backbone family (BERT, GPT-1, ViT), with tiny configs."""
+"""The shared harness applied to every backbone family (BERT, GPT-1, GPT-1 Table 5's LSTM, ViT),
+with tiny configs."""
 
 import keras
 import numpy as np
@@ -15,6 +16,8 @@ TINY = {
     "gpt": (zoo.models.GPTBackbone, dict(
         vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=24,
         max_sequence_length=32)),
+    "lstm": (zoo.models.LSTMBackbone, dict(
+        vocabulary_size=50, num_layers=2, hidden_dim=16, max_sequence_length=32)),
     "vit": (zoo.models.ViTBackbone, dict(
         image_size=16, patch_size=4, num_layers=2, num_heads=2, hidden_dim=16,
         intermediate_dim=24)),
@@ -22,7 +25,7 @@ TINY = {
         image_size=16, patch_size=4, num_layers=2, num_heads=2, hidden_dim=16, pooler=False)),
 }
 FAMILIES = list(TINY)
-TEXT = ["bert", "gpt"]
+TEXT = ["bert", "gpt", "lstm"]
 
 
 def build(family, seed=0, **overrides):
@@ -61,7 +64,7 @@ def test_build_and_output_shapes(family):
     hidden = TINY[family][1]["hidden_dim"]
     seq = 1 + 16 if family.startswith("vit") else 7
     assert out["sequence_output"].shape == (2, seq, hidden)
-    if family != "gpt":
+    if family not in ("gpt", "lstm"):
         assert out["pooled_output"].shape == (2, hidden)
     assert all(np.isfinite(v).all() for v in out.values())
 
@@ -139,10 +142,12 @@ def test_padding_invariance(family):
         np.testing.assert_allclose(b["pooled_output"], a["pooled_output"], atol=1e-5)
 
 
-def test_causal_invariance_gpt():
-    """Changing token t leaves GPT-1's outputs at positions < t unchanged, and changes t."""
-    model = build("gpt")
-    x = inputs_for("gpt", seq=10)
+@pytest.mark.parametrize("family", ["gpt", "lstm"])
+def test_causal_invariance_gpt(family):
+    """Changing token t leaves GPT-1's outputs at positions < t unchanged, and changes t; the
+    same for the LSTM of GPT-1 Table 5."""
+    model = build(family)
+    x = inputs_for(family, seq=10)
     x["padding_mask"][:] = 1
     changed = {k: v.copy() for k, v in x.items()}
     changed["token_ids"][:, 6] = (changed["token_ids"][:, 6] % 49) + 1
@@ -238,6 +243,7 @@ def test_mixed_precision_bfloat16(family):
 CHECKPOINT_MODELS = {
     "bert": zoo.models.BertPretrainingModel,
     "gpt": zoo.models.GPTLanguageModel,
+    "lstm": zoo.models.GPTLanguageModel,
     "vit": lambda backbone: zoo.models.ViTClassifier(backbone, num_classes=5),
 }
 
@@ -272,10 +278,12 @@ def test_bfloat16_weights_compute_mixed_bfloat16_bit_for_bit(family):
     assert {w.dtype for w in reference.weights} == {"float32"}
     dtypes = {w.path: w.dtype for w in served.weights}
     assert [w.path for w in model.weights] == list(dtypes)
-    float32 = {path.rsplit("/", 1)[-1] for path, dtype in dtypes.items() if dtype == "float32"}
+    float32 = {path.rsplit("/", 1)[-1] for path, dtype in dtypes.items() if dtype == "float32"
+               and "/lstm_cell/" not in path}  # an LSTM's weights stay float32 (read per step)
     assert float32 <= {"gamma", "beta", "output_bias"}, dtypes  # LayerNorm, MLM output bias
     assert all(dtypes[path] == "bfloat16" for path in dtypes
-               if path.endswith(("/kernel", "/embeddings", "/class_token")))
+               if path.endswith(("/kernel", "/embeddings", "/class_token"))
+               and "/lstm_cell/" not in path)
     x = inputs_for(family)
     fp32 = run(model, x)
     for mode in ("eager", "graph", "xla"):
@@ -459,6 +467,12 @@ def reference_parameter_count(class_name, config):
                 intermediate_size=config.get("intermediate_dim") or 4 * h,
                 max_position_embeddings=config["max_sequence_length"],
                 type_vocab_size=config["num_segments"]))
+        elif class_name == "LSTMBackbone":
+            # torch's LSTM adds two bias vectors per gate (b_ih + b_hh), Keras' has one.
+            ref = torch.nn.ModuleList([torch.nn.Embedding(config["vocabulary_size"], h),
+                                       torch.nn.LSTM(h, h, config["num_layers"])])
+            return (sum(p.numel() for p in ref.parameters())
+                    - 4 * h * config["num_layers"])
         elif class_name == "GPTBackbone":
             ref = transformers.OpenAIGPTModel(transformers.OpenAIGPTConfig(
                 vocab_size=config["vocabulary_size"], n_embd=h, n_layer=config["num_layers"],

@@ -15,9 +15,11 @@ import subprocess
 import sys
 import time
 
+import keras
 import numpy as np
 import pytest
 
+import zoo
 from tasks import runs
 from tests.harness import REPO, saved_model_signatures, serve_fresh
 from tests.test_training import TINY, mrpc
@@ -186,6 +188,44 @@ def test_a_left_to_right_run_with_a_bilstm_exports_and_other_tasks_refuse_the_bi
         with pytest.raises(config_lib.ConfigError, match=f"model.bilstm: {name} with "
                            f"{config.model.preset} has no BiLSTM head"):
             tasks.create(name, config)
+
+
+def test_the_lstm_of_gpt1_table5_pretrains_fine_tunes_and_serves(sample_data, tmp_path, capsys):
+    """GPT-1 Table 5 "LSTM w/ aux LM" (`model.preset=gpt1_lstm`): pre-trained as a language
+    model, fine-tuned from it with GPT-1's input transformation (the vocabulary grows by the
+    special tokens, the LSTM weights carry over), and served: the export gives the evaluation's
+    probabilities. `zoo convert --to hf` refuses its language model (transformers has none)."""
+    lstm = ["model.preset=gpt1_lstm", "model.backbone={hidden_dim: 32}"]
+    pretrained = tmp_path / "lm"
+    args = ["train", "--experiment", "gpt1/pretrain", "--run-dir", str(pretrained)]
+    for value in lstm + [f"data.dir={sample_data['root'] / 'corpus'}",
+                         f"model.vocabulary={sample_data['bpe']}", "data.sequence_length=32",
+                         "train.batch_size=8", "train.steps=4", "train.eval_every=4",
+                         "train.warmup_steps=1"]:
+        args += ["--set", value]
+    assert cli(args) == 0
+    run_dir = _train(sample_data, tmp_path / "run", "gpt1/glue_mrpc", "MRPC", *lstm,
+                     f"model.init_checkpoint={pretrained}", "train.learning_rate=0",
+                     family="gpt1")
+    _, _, lm = runs.load_task(str(pretrained))
+    _, task, model = runs.load_task(str(run_dir))
+    assert isinstance(model.backbone, zoo.models.LSTMBackbone) and model.lm
+    grown = model.backbone.vocabulary_size - lm.backbone.vocabulary_size
+    assert grown == len(task.tokenizer.special_tokens) > 0
+    for name in ("kernel", "recurrent_kernel", "bias"):  # learning rate 0: as pre-trained
+        np.testing.assert_array_equal(
+            *(keras.ops.convert_to_numpy(getattr(m.backbone.lstm_layers[0].cell, name))
+              for m in (model, lm)))
+    path = runs.export_run(str(run_dir), str(tmp_path / "exports"), progress=lambda _: None)
+    columns, logits, labels = pipeline(run_dir)
+    [out] = serve_fresh(path, [{"sentence1": columns["sentence1"],
+                                "sentence2": columns["sentence2"]}])
+    np.testing.assert_allclose(out["probabilities"], _softmax(logits), atol=1e-5)
+    assert out["label"].tolist() == [label.encode() for label in labels]
+    capsys.readouterr()
+    # A GPT-1 language model converts (tests/test_convert.py); the LSTM's is refused.
+    assert cli(["convert", str(pretrained), str(tmp_path / "hf"), "--to", "hf"]) == 1
+    assert "an LSTM language model (GPT-1 Table 5" in capsys.readouterr().err
 
 
 def test_a_mixed_precision_run_exports_with_its_policy(sample_data, tmp_path):

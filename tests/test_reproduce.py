@@ -126,7 +126,15 @@ def test_dry_run_at_paper_scale_prints_the_plan_without_training(tmp_path, capsy
     hours = 6 * reference * steps * 64 * 512 / 40e12 / 3600
     assert (f"pretraining lm: gpt1/pretrain, {reference:,} backbone parameters, {steps:,} steps "
             f"of 64 x 512 tokens, ~{hours:.2f} accelerator hours") in out
-    assert "24 fine-tuning runs" in out and "estimated total: ~" in out
+    # The "LSTM w/ aux LM" row: "a single layer 2048 unit LSTM" (section 5) under the tied
+    # 40,000 x 2048 embedding; torch's LSTM holds two bias vectors per gate, Keras' one.
+    import torch
+
+    lstm = torch.nn.ModuleList([torch.nn.Embedding(40000, 2048), torch.nn.LSTM(2048, 2048)])
+    lstm = sum(p.numel() for p in lstm.parameters()) - 4 * 2048
+    assert (f"pretraining lstm_lm: gpt1/pretrain, {lstm:,} backbone parameters, {steps:,} "
+            "steps of 64 x 512 tokens") in out
+    assert "32 fine-tuning runs" in out and "estimated total: ~" in out
     assert "zoo train --experiment gpt1/glue_rte --set data.dir=/data/glue/RTE" in out
 
 

@@ -22,7 +22,7 @@ import json
 from zoo import files
 from zoo.convert.core import ConversionError, Port, atomic_output, dense_ports, export_weights
 from zoo.convert.huggingface import WRITERS, _bert_ports, bert_config, check_bidirectional
-from zoo.models import ViTBackbone
+from zoo.models import LSTMBackbone, ViTBackbone
 from zoo.models.head_models import (BertClassifier, BertFeatureTagger, BertMultipleChoice,
                                     BertPretrainer, BertSpanQA, BertTokenClassifier,
                                     CausalLanguageModel, GPTClassifier)
@@ -136,6 +136,10 @@ def _writer(model):
         raise ConversionError(f"{model.name}: its BERT is left-to-right (model.backbone.causal, "
                               "BERT Table 5); transformers' BERT heads attend both ways, so "
                               "they would compute another function")
+    if isinstance(model, LSTMBackbone) or isinstance(getattr(model, "backbone", None),
+                                                     LSTMBackbone):
+        raise ConversionError(f"{model.name}: an LSTM language model (GPT-1 Table 5, 'LSTM w/ "
+                              "aux LM'); transformers has no such model")
     if getattr(model, "bilstm", None) is not None:
         raise ConversionError(f"{model.name}: a BiLSTM under its head (model.bilstm, BERT "
                               "Table 5 'LTR & No NSP + BiLSTM'); no transformers model has one")

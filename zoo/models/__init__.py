@@ -9,10 +9,11 @@ from zoo.models.head_models import (BertClassifier, BertFeatureTagger, BertMulti
                                     BertPretrainer, BertPretrainingModel, BertSpanQA,
                                     BertTokenClassifier, CausalLanguageModel, GPTClassifier,
                                     GPTLanguageModel, HiddenStateFeatures, ViTClassifier)
+from zoo.models.lstm import LSTMBackbone
 from zoo.models.presets import PRESETS
 from zoo.models.vit import ViTBackbone
 
-BACKBONES = {cls.__name__: cls for cls in (BertBackbone, GPTBackbone, ViTBackbone)}
+BACKBONES = {cls.__name__: cls for cls in (BertBackbone, GPTBackbone, LSTMBackbone, ViTBackbone)}
 
 
 def names():
@@ -47,4 +48,4 @@ def create(name, **overrides):
 __all__ = ["Backbone", "BertBackbone", "BertClassifier", "BertFeatureTagger", "BertMultipleChoice",
            "BertPretrainer", "BertPretrainingModel", "BertSpanQA", "BertTokenClassifier",
            "CausalLanguageModel", "GPTBackbone", "GPTClassifier", "GPTLanguageModel",
-           "HiddenStateFeatures", "ViTBackbone", "ViTClassifier", "create", "names"]
+           "HiddenStateFeatures", "LSTMBackbone", "ViTBackbone", "ViTClassifier", "create", "names"]

@@ -17,6 +17,10 @@ PRESETS = {
     # GPT-1: Radford et al. 2018 section 4.1; 40,478 BPE tokens in the released vocabulary.
     "gpt1": ("GPTBackbone", dict(vocabulary_size=40478, num_layers=12, hidden_dim=768,
                                  num_heads=12, max_sequence_length=512)),
+    # GPT-1 Table 5's "LSTM w/ aux LM": "a single layer 2048 unit LSTM" (section 5), GPT-1's
+    # vocabulary and framework; zoo.models.lstm says what the paper leaves open.
+    "gpt1_lstm": ("LSTMBackbone", dict(vocabulary_size=40478, hidden_dim=2048, num_layers=1,
+                                       max_sequence_length=512)),
     "vit_tiny16": ("ViTBackbone", dict(_VIT, patch_size=16, num_layers=12, hidden_dim=192,
                                        num_heads=3)),
     "vit_small16": ("ViTBackbone", dict(_VIT, patch_size=16, num_layers=12, hidden_dim=384,

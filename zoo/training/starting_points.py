@@ -128,7 +128,8 @@ def load_backbone(model_config, tokenizer, **overrides):
     size = vocabulary.get("vocabulary_size")
     grow = size - backbone.vocabulary_size if vocabulary else 0
     gpt_tokens = getattr(tokenizer, "special_tokens", [])
-    if grow and not (family is models.GPTBackbone and 0 < grow <= len(gpt_tokens)):
+    if grow and not (family in (models.GPTBackbone, models.LSTMBackbone)
+                     and 0 < grow <= len(gpt_tokens)):
         raise config_lib.ConfigError(
             f"model.init_checkpoint {source}: vocabulary size {backbone.vocabulary_size} "
             f"does not match the vocabulary's {size} tokens ({vocabulary_path(model_config)})")
@@ -137,9 +138,10 @@ def load_backbone(model_config, tokenizer, **overrides):
         raise config_lib.ConfigError(f"model.backbone: unknown key(s) {unknown}; "
                                      f"{family.__name__} takes {list(backbone.config_keys)}")
     if transfer is not None and transfer > backbone.num_layers:
+        kind = "LSTM layers" if family is models.LSTMBackbone else "transformer blocks"
         raise config_lib.ConfigError(
             f"model.transfer_layers {transfer}: model.init_checkpoint {source} has only "
-            f"{backbone.num_layers} transformer blocks")
+            f"{backbone.num_layers} {kind}")
     image_size = overrides.pop("image_size", None)
     if image_size is not None and image_size != backbone.image_size:
         # ViT section 3.2: keep the patch size, interpolate the position embeddings in 2-D.
@@ -166,10 +168,12 @@ def load_backbone(model_config, tokenizer, **overrides):
 
 
 def _in_block(path, first):
-    """Whether a weight path lies in `transformer_layer_<i>` with i >= first."""
+    """Whether a weight path lies in `transformer_layer_<i>` (`lstm_layer_<i>` in an
+    LSTMBackbone) with i >= first."""
     for part in path.split("/"):
-        if part.startswith("transformer_layer_") and part[len("transformer_layer_"):].isdigit():
-            return int(part[len("transformer_layer_"):]) >= first
+        for prefix in ("transformer_layer_", "lstm_layer_"):
+            if part.startswith(prefix) and part[len(prefix):].isdigit():
+                return int(part[len(prefix):]) >= first
     return False
 
 
