@@ -148,7 +148,7 @@ def evaluate_run(run_dir, split="dev", data=None, checkpoint="best"):
 
 
 def export_run(run_dir, base, version=None, checkpoint="best", progress=print,
-               mixed_precision=None):
+               mixed_precision=None, quantize=None):
     """Export a run's model with its task's signatures to `base/<version>/`; returns the path.
 
     `zoo export`. The version is checked before anything is loaded; `zoo.export.write_version`
@@ -167,6 +167,7 @@ def export_run(run_dir, base, version=None, checkpoint="best", progress=print,
             under mixed_bfloat16 (so also a run trained under it) is exported with its dense
             and embedding weights in bfloat16 (`export.with_bfloat16_weights`: the same
             answers).
+        quantize: "int8" serves every Dense layer in int8 (`zoo.int8`); None: as trained.
 
     Example:
         >>> export_run("runs/mrpc", "exports/mrpc")  # doctest: +SKIP
@@ -176,7 +177,7 @@ def export_run(run_dir, base, version=None, checkpoint="best", progress=print,
     progress(f"loading {run_dir} ({checkpoint} checkpoint)")
     config, task, model = load_task(run_dir, checkpoint)
     return export.write_version(task, model, base, version, config.train.mixed_precision,
-                                mixed_precision, run_dir, checkpoint, progress)
+                                mixed_precision, run_dir, checkpoint, progress, quantize)
 
 
 def convert_run(run_dir, path, checkpoint="best", progress=False):

@@ -3,6 +3,7 @@
   zoo export --run-dir runs/mrpc --out exports/mrpc              # exports/mrpc/1, then 2, ...
   zoo export --run-dir runs/mrpc --out exports/mrpc --version 7 --checkpoint final
   zoo export --run-dir runs/mrpc --out exports/mrpc_bf16 --mixed-precision mixed_bfloat16
+  zoo export --run-dir runs/mrpc --out exports/mrpc_int8 --quantize int8
 
 Writes BASE/N (TF Serving's versioned layout; N defaults to one more than the highest version
 in BASE) through a temporary directory renamed at the end: an interrupted export leaves no
@@ -34,6 +35,10 @@ def register(subparsers):
                         "train.mixed_precision); mixed_bfloat16 is faster on CPUs with "
                         "avx512_bf16 / AMX, and its export stores the dense and embedding "
                         "weights in bfloat16 (the same answers, half their size)")
+    parser.add_argument("--quantize", default=None, choices=("int8",),
+                        help="serve every dense layer in int8: 7-bit weights with a scale per "
+                        "output, activations quantized per request batch, oneDNN's int8 "
+                        "products (zoo.int8); the export holds the int8 kernels only")
     parser.set_defaults(func=run)
 
 
@@ -44,7 +49,7 @@ def run(args):
 
     path = runs.export_run(args.run_dir, args.out, args.version, args.checkpoint,
                          progress=lambda line: print(f"export: {line}", flush=True),
-                         mixed_precision=args.mixed_precision)
+                         mixed_precision=args.mixed_precision, quantize=args.quantize)
     with files.open(os.path.join(path, export.METADATA), encoding="utf-8") as file:
         metadata = json.load(file)
     print(f"exported {metadata['task']} to {path}")

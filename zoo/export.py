@@ -19,6 +19,7 @@ interrupted export never leaves a half-written version; leftovers of dead export
 by the next one.
 """
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -110,7 +111,15 @@ def _remove_dead_leftovers(base):
 
 
 def build_archive(task, model, run_dir):
-    """A keras ExportArchive with the task's signatures, and the signatures' descriptions."""
+    """A keras ExportArchive with the task's signatures, and the signatures' descriptions.
+
+    The SavedModel holds the variables the signatures read, each once. The model is not
+    `track`ed: with Keras 3.15.1 on TensorFlow, ExportArchive then stores every weight twice
+    (the `keras.Variable`s that `track` lists and the `tf.Variable`s the traced functions
+    capture: two objects TensorFlow does not unify, keras-team/keras#23553, open), doubling
+    the export and the memory of every server that loads it. Re-check on a Keras upgrade:
+    tests/test_export.py counts the stored values. An int8 export (`zoo.int8`) thus holds
+    its int8 kernels and not the float32 ones they replace."""
     import keras
 
     if not hasattr(task, "serving"):
@@ -121,7 +130,6 @@ def build_archive(task, model, run_dir):
     if missing:
         raise ValueError(f"{type(task).__name__}.serving: no {', '.join(sorted(missing))}")
     archive = keras.export.ExportArchive()
-    archive.track(model)
     tokenizer = getattr(task, "tokenizer", None)
     if tokenizer is not None:
         archive.track(tokenizer)
@@ -288,7 +296,7 @@ def new_version(base, version=None):
 
 
 def write_version(task, model, base, version, policy, mixed_precision=None, run_dir=None,
-                  checkpoint=None, progress=print):
+                  checkpoint=None, progress=print, quantize=None):
     """Write `model` with `task`'s signatures to `base/<version>/`; returns the path.
 
     `policy` is the dtype policy the model was trained under; `mixed_precision` another one
@@ -296,10 +304,18 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
     mixed_bfloat16 is written with its dense and embedding weights in bfloat16
     (`with_bfloat16_weights`: the same answers). `run_dir` is what the task's serving may
     read besides the model (SQuAD v2.0's null threshold); it and `checkpoint` are recorded in
-    `zoo_export.json`. `tasks.runs.export_run` (`zoo export`) calls this with a run's task
-    and model.
+    `zoo_export.json`. `quantize="int8"` serves every Dense layer in int8 (`zoo.int8`: int8
+    weights, activations quantized per call; computed under float32 otherwise), and only
+    the int8 kernels are saved. `tasks.runs.export_run` (`zoo export`) calls this with a
+    run's task and model.
     """
     target = os.path.join(base, str(version))
+    if quantize not in (None, "int8"):
+        raise ValueError(f"--quantize {quantize!r}: only int8")
+    if quantize and (mixed_precision or policy) != "float32":
+        progress(f"computing under float32 around the int8 products (the run trained under "
+                 f"{policy})")
+        mixed_precision = "float32"
     if mixed_precision and mixed_precision != policy:
         from zoo.config import PRECISIONS
 
@@ -313,18 +329,24 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
     if policy == "mixed_bfloat16":
         progress("storing the dense kernels and embedding tables in bfloat16")
         model = with_bfloat16_weights(model)
-    progress(f"tracing the {task.name} signatures")
-    archive, described = build_archive(task, model, run_dir)
     staging = files.scratch_directory(base, f".tmp-{version}-{os.getpid()}-")
     if not files.is_remote(staging):
         os.chmod(staging, 0o755)  # mkdtemp's 0700 would outlive the rename
     try:
-        progress(f"writing {target}")
-        archive.write_out(staging, verbose=False)
+        with contextlib.ExitStack() as stack:
+            if quantize:
+                from zoo import int8
+
+                weights = stack.enter_context(int8.dense_layers(model))
+                progress(f"quantizing {len(weights.layers)} dense layers to int8")
+            progress(f"tracing the {task.name} signatures")
+            archive, described = build_archive(task, model, run_dir)
+            progress(f"writing {target}")
+            archive.write_out(staging, verbose=False)  # traces the signatures
         metadata = {"task": task.name,
                     "run_dir": run_dir and files.absolute(run_dir),
                     "checkpoint": checkpoint, "version": version,
-                    "dtype_policy": policy,
+                    "dtype_policy": policy, "quantize": quantize,
                     "signatures": described}
         with files.open(os.path.join(staging, METADATA), "w", encoding="utf-8") as file:
             json.dump(metadata, file, indent=1)

@@ -12,7 +12,9 @@ from zoo import config as config_lib
 from zoo import files
 from zoo.files import write_text
 
-def _read_json(path, default):
+
+def read_json(path, default):
+    """The JSON document at `path` (any filesystem zoo.files reads), or `default` if absent."""
     if not files.isfile(path):
         return default
     with files.open(path, encoding="utf-8") as file:
@@ -59,7 +61,7 @@ def write_outputs(table, scale, seeds, record, steps, cells, run_dir):
         if step["kind"] == "finetuning" and step["row"] not in parameters:
             parameters[step["row"]] = backbone_parameters(step["experiment"], step["overrides"],
                                                           size)
-    timings = _read_json(os.path.join(run_dir, "timings.json"), {})
+    timings = read_json(os.path.join(run_dir, "timings.json"), {})
     columns = list(dict.fromkeys(c["column"] for c in cells))
     titles = {c["column"]: c["column_title"] for c in cells}
     lines = [f"# {table['title']}", "",

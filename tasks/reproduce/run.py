@@ -7,7 +7,7 @@ import time
 import numpy as np
 import yaml
 
-from tasks.reproduce.report import _read_json, write_outputs
+from tasks.reproduce.report import read_json, write_outputs
 from tasks.reproduce.tables import TableError, command, plan, scale_columns, scale_rows
 from zoo import config as config_lib
 from zoo import files
@@ -49,7 +49,7 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
     write_text(os.path.join(run_dir, "commands.sh"),
                "".join(f"# {s['name']}\n{command(s)}\n" for s in steps))
     timings_path = os.path.join(run_dir, "timings.json")
-    timings = _read_json(timings_path, {})
+    timings = read_json(timings_path, {})
     for number, step in enumerate(steps, 1):
         if _finished(step):
             _check_same_settings(step)

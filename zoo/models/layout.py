@@ -13,7 +13,8 @@ and position tables are split along the hidden axis.
 Keys are matched with `re.fullmatch` against `variable.path` (e.g.
 `bert_backbone/transformer_layer_0/attention/query/kernel`); each path matches at most one
 key (LayoutMap refuses ambiguity). The three families share the block layers of
-zoo/layers/transformer.py and attention.py, so one map serves them all.
+zoo/layers/transformer.py and attention.py, so one map serves them all. GPT-1 Table 5's
+LSTMBackbone has no such blocks: its token embedding is split, its LSTM stays replicated.
 """
 
 import keras
