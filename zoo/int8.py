@@ -70,10 +70,10 @@ class QuantizedDense(tf.Module):
         # rows ~ lo + step * a and kernel ~ scale * q, so rows @ kernel ~
         # step * scale * (a @ q) + lo * scale * column_sums(q).
         step = (hi - lo) / 255.0
-        y = tf.cast(tf.bitcast(product, tf.int32), tf.float32) * (step * self.scale)
-        y = y + lo * self.scale * self.sums
+        offset = lo * self.scale * self.sums  # [units]: one pass over the rows, not two
         if self.bias is not None:
-            y = y + self.bias
+            offset = offset + self.bias
+        y = tf.cast(tf.bitcast(product, tf.int32), tf.float32) * (step * self.scale) + offset
         if layer.activation is not None:
             y = layer.activation(y)
         y = tf.reshape(y, tf.concat([shape[:-1], [units]], axis=0))
