@@ -4,8 +4,8 @@ The figures of a --tiny run mean nothing (two-layer models, one timed call); wha
 is that the command works from a clean checkout, writes the markdown file, and that every
 library really computes the same model on the same weights and inputs: zoo and ONNX Runtime
 match transformers' BERT output to 1e-5, keras-hub's (tanh GELU) to 1e-2; the exported
-SavedModel gives transformers' pipeline's label on every text; the WordPiece ids are
-identical. The full-size run is `zoo benchmark all` (about 40 minutes on 2 cores).
+SavedModel and ONNX Runtime (BertTokenizerFast in front) give transformers' pipeline's label on
+every text (the int8 rows are there, their labels reported); the WordPiece ids are identical. The full-size run is `zoo benchmark all` (about 40 minutes on 2 cores).
 """
 
 import math
@@ -60,6 +60,10 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
     assert [row[0] for row in bucketing] == ["glue/mrpc (sample)", "glue/sst2 (sample)"]
     serving = {row[0]: row for row in _table(text, "## Serving")}
     assert serving["zoo SavedModel, float32"][-1] == "256/256"
+    # transformers' model under ONNX Runtime, its tokenizer in front: the same labels.
+    assert serving["ONNX Runtime, float32"][-1] == "256/256"
+    assert {"zoo SavedModel, int8", "ONNX Runtime, int8"} <= set(serving), serving
+    assert all(float(row[1]) > 0 for row in serving.values()), serving
     tokenizers = _table(text, "## Tokenizers")
     same, total = re.match(r"([\d,]+)/([\d,]+) lines", tokenizers[0][2]).groups()
     assert same == total
@@ -74,7 +78,9 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
                      "bert forward vs transformers (torch), batch 2",
                      "bert batch-2 latency, zoo / ONNX Runtime",
                      "fine-tuning step vs keras-hub tensorflow",
-                     "WordPiece tokens/s vs transformers' fast tokenizer"):
+                     "WordPiece tokens/s vs transformers' fast tokenizer",
+                     "serving texts/s, zoo int8 export vs zoo float32 export",
+                     "serving texts/s, zoo int8 export vs ONNX Runtime int8"):
         assert expected in compared, compared
     assert all(re.match(r"[\d.]+ \((met|missed|no target)", row[1]) for row in targets)
 

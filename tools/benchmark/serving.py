@@ -1,4 +1,5 @@
-"""`zoo benchmark serving`: raw text to label, zoo's SavedModel vs transformers' pipeline."""
+"""`zoo benchmark serving`: raw text to label, zoo's SavedModels (float32, bfloat16, int8) vs
+transformers' pipeline and ONNX Runtime (float32, and int8 from its `quantize_dynamic`)."""
 
 import os
 import sys
@@ -43,6 +44,52 @@ for _ in range(repeats):
     start = time.perf_counter(); one_pass(); times.append(time.perf_counter() - start)
 print(json.dumps({"rate": len(texts) / statistics.median(times), "labels": labels}))
 """
+_SERVE_ONNXRUNTIME = """
+import json, statistics, sys, time
+import numpy as np, onnxruntime, transformers
+path, texts_path, batch_size, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+model, length = sys.argv[5], int(sys.argv[6])
+texts = json.load(open(texts_path))
+tokenizer = transformers.BertTokenizerFast.from_pretrained(path)
+options = onnxruntime.SessionOptions()
+options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+batches = [texts[i:i + batch_size] for i in range(0, len(texts), batch_size)]
+def one_pass():
+    labels = []
+    for batch in batches:
+        feed = dict(tokenizer(batch, padding=True, truncation=True, max_length=length,
+                              return_tensors="np"))
+        labels += [str(i) for i in np.argmax(session.run(["logits"], feed)[0], axis=-1)]
+    return labels
+labels = one_pass()
+times = []
+for _ in range(repeats):
+    start = time.perf_counter(); one_pass(); times.append(time.perf_counter() - start)
+print(json.dumps({"rate": len(texts) / statistics.median(times), "labels": labels}))
+"""
+
+
+def _onnx_models(hf_model, folder):
+    """transformers' classifier as ONNX (batch and length dynamic) and ONNX Runtime's dynamic
+    int8 quantization of it (`quantize_dynamic`, int8 weights): (float32 path, int8 path)."""
+    import contextlib
+    import warnings
+
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    inputs = {name: torch.ones((2, 8), dtype=torch.long)
+              for name in ("input_ids", "attention_mask", "token_type_ids")}
+    batch, length = torch.export.Dim("batch"), torch.export.Dim("length")
+    paths = os.path.join(folder, "model.onnx"), os.path.join(folder, "model_int8.onnx")
+    with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):
+        warnings.simplefilter("ignore")
+        torch.onnx.export(hf_model.eval(), (), paths[0], kwargs=inputs, dynamo=True,
+                          input_names=list(inputs), output_names=["logits"],
+                          dynamic_shapes={k: {0: batch, 1: length} for k in inputs})
+        quantize_dynamic(paths[0], paths[1], weight_type=QuantType.QInt8)
+    return paths
 
 
 def section_serving(args, progress=print):
@@ -55,7 +102,9 @@ def section_serving(args, progress=print):
     (BertTokenizerFast, padding to the batch's longest, BertForSequenceClassification on
     torch, in its own process). Weights are copied from the zoo model, and the labels of both
     are compared on every text. Each contender warms up with one pass, then the median of
-    --repeats passes is reported.
+    --repeats passes is reported. The int8 rows: zoo's `--quantize int8` export (`zoo.int8`)
+    and ONNX Runtime's `quantize_dynamic` of transformers' model (BertTokenizerFast before
+    it), beside ONNX Runtime in float32.
     """
     import json
     import subprocess
@@ -66,7 +115,7 @@ def section_serving(args, progress=print):
 
     import tasks
     from zoo import config as config_lib
-    from zoo import export, tokenizers
+    from zoo import export, int8, tokenizers
     from zoo.convert import to_huggingface
 
     preset = _preset(args)
@@ -100,6 +149,10 @@ def section_serving(args, progress=print):
             path = os.path.join(tmp, policy)
             archive.write_out(path, verbose=False)
             commands[f"zoo SavedModel, {policy}"] = ["-c", _SERVE_ZOO, path]
+        with int8.dense_layers(keras_model):  # as `zoo export --quantize int8` writes it
+            archive, _ = export.build_archive(task, keras_model, None)
+            archive.write_out(os.path.join(tmp, "int8"), verbose=False)
+        commands["zoo SavedModel, int8"] = ["-c", _SERVE_ZOO, os.path.join(tmp, "int8")]
 
         hf_dir = os.path.join(tmp, "hf")
         to_huggingface(keras_model.backbone, hf_dir)
@@ -114,10 +167,16 @@ def section_serving(args, progress=print):
         transformers.BertTokenizerFast(os.path.join(vocab, "vocab.txt"),
                                        do_lower_case=True).save_pretrained(served)
         commands["transformers pipeline (torch, float32)"] = ["-c", _SERVE_TRANSFORMERS, served]
+        progress("  exporting transformers' model to ONNX, quantizing it")
+        onnx_models = _onnx_models(hf_model, tmp)
+        for label, onnx_model in zip(("float32", "int8"), onnx_models):
+            commands[f"ONNX Runtime, {label}"] = ["-c", _SERVE_ONNXRUNTIME, served, onnx_model]
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
         for name, command in commands.items():
             progress(f"  {name}")
-            extra = [str(args.sequence_length)] if name.startswith("transformers") else []
+            extra = [str(args.sequence_length)] if not name.startswith("zoo") else []
+            if name.startswith("ONNX"):  # the model path goes after the common arguments
+                command, extra = command[:-1], [command[-1]] + extra
             proc = subprocess.run([sys.executable, *command, texts_path, str(batch_size),
                                    str(args.repeats), *extra], capture_output=True, text=True,
                                   env=env, cwd=tmp)
@@ -137,7 +196,11 @@ def section_serving(args, progress=print):
         "loaded in a process that imports only tensorflow and tensorflow_text. transformers: "
         "`pipeline(\"text-classification\")` (BertTokenizerFast, padding to the batch's "
         "longest) in its own process. Each warms up with one pass; the median of "
-        f"{args.repeats} passes is reported; the contenders run one after the other.", "",
+        f"{args.repeats} passes is reported; the contenders run one after the other. int8: "
+        "zoo's `zoo export --quantize int8` (7-bit weights, a scale per output unit, "
+        "activations quantized per batch, oneDNN's int8 products) and ONNX Runtime's "
+        "`quantize_dynamic` (int8 weights) of transformers' model exported with "
+        "`torch.onnx.export`, BertTokenizerFast in front, as the float32 ONNX Runtime row.", "",
         "| contender | texts/s | ratio | labels equal to transformers' |",
         "| --- | --- | --- | --- |"]
     summary = []
@@ -148,4 +211,10 @@ def section_serving(args, progress=print):
         if name.startswith("zoo"):
             summary.append((f"serving texts/s, {name} vs transformers' pipeline",
                             _target(ratio)))
+    rate = {name: result["rate"] for name, result in results.items()}
+    summary.append(("serving texts/s, zoo int8 export vs zoo float32 export",
+                    _target(rate["zoo SavedModel, int8"] / rate["zoo SavedModel, float32"],
+                            1.8)))
+    summary.append(("serving texts/s, zoo int8 export vs ONNX Runtime int8",
+                    _target(rate["zoo SavedModel, int8"] / rate["ONNX Runtime, int8"])))
     return out + [""], summary
