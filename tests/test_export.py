@@ -388,15 +388,20 @@ def test_the_demo_ends_with_an_export_and_a_prediction(mrpc_export, tmp_path, ca
 
 
 def test_an_int8_export_answers_like_the_float32_one_and_stores_int8_kernels(
-        mrpc_export, mrpc_served, tmp_path):
+        mrpc_export, mrpc_served, tmp_path, capsys):
     """`zoo export --quantize int8` (zoo.int8): every Dense layer served in int8; the dev
     answers stay within a quantization step of the float32 export's, accuracy within a point,
     the bad inputs get the same kinds of answers, and the SavedModel holds the int8 kernels
-    and not the float32 ones."""
+    and not the float32 ones. With another --mixed-precision it is refused."""
     import keras
 
     run_dir, _ = mrpc_export
     base = tmp_path / "int8"
+    capsys.readouterr()
+    assert cli(["export", "--run-dir", str(run_dir), "--out", str(base), "--quantize", "int8",
+                "--mixed-precision", "mixed_bfloat16"]) == 1
+    assert "does not combine with --mixed-precision mixed_bfloat16" in capsys.readouterr().err
+    assert not base.exists() or not any(base.iterdir())
     assert cli(["export", "--run-dir", str(run_dir), "--out", str(base), "--quantize",
                 "int8"]) == 0
     metadata = json.loads((base / "1" / export.METADATA).read_text())

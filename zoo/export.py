@@ -312,7 +312,10 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
     target = os.path.join(base, str(version))
     if quantize not in (None, "int8"):
         raise ValueError(f"--quantize {quantize!r}: only int8")
-    if quantize and (mixed_precision or policy) != "float32":
+    if quantize and mixed_precision not in (None, "float32"):
+        raise ValueError(f"--quantize {quantize} computes float32 around its int8 products; "
+                         f"it does not combine with --mixed-precision {mixed_precision}")
+    if quantize and policy != "float32":
         progress(f"computing under float32 around the int8 products (the run trained under "
                  f"{policy})")
         mixed_precision = "float32"

@@ -2,9 +2,9 @@
 
 What a quantized Dense computes, in TensorFlow ops (export code, so TF only):
 - weights: int8, symmetric, one scale per output column, in [-63, 63] (7 bits, as ONNX
-  Runtime's `reduce_range`): oneDNN's u8 x s8 products on CPUs without VNNI add pairs in int16
-  (`vpmaddubsw`), and 255 * 127 * 2 overflows it; 255 * 63 * 2 does not, so the answers are
-  the same on every x86 CPU;
+  Runtime's `reduce_range`): on CPUs without VNNI, u8 x s8 kernels add pairs of products in
+  int16 (`vpmaddubsw`), where 255 * 127 * 2 saturates and 255 * 63 * 2 does not (checked
+  here on a CPU with VNNI only);
 - activations: uint8, asymmetric, one range per call (the minimum and maximum of the batch's
   rows, widened to hold 0), as ONNX Runtime's dynamic quantization;
 - the product: oneDNN's u8 x s8 -> s32 matrix multiply (`QuantizedMatMulWithBias` with a
