@@ -485,28 +485,33 @@ def reference_parameter_count(class_name, config):
     return sum(p.numel() for p in ref.parameters())
 
 
-@pytest.fixture
-def zero_initializers(monkeypatch):
-    """Random initializers return zeros: a count needs shapes, not values, and drawing
-    BERT-large's or ViT-huge's 0.3-0.6 billion truncated normals took 85 % of building them
-    (measured: vit_huge14 8.7 s to build)."""
-    def zeros(self, shape, dtype=None):
-        return keras.ops.zeros(shape, dtype=dtype or "float32")
-
-    for cls in (keras.initializers.TruncatedNormal, keras.initializers.RandomNormal,
-                keras.initializers.RandomUniform, keras.initializers.VarianceScaling):
-        monkeypatch.setattr(cls, "__call__", zeros)
-
-
 @pytest.mark.parametrize("name", zoo.models.names())
-def test_preset_parameter_count(name, zero_initializers):
+def test_preset_parameter_count(name):
     class_name, config = zoo.models.presets.PRESETS[name]
-    model = zoo.models.create(name)
-    count = model.count_params()
+    count = zoo.models.count_parameters(name)
     assert count == reference_parameter_count(class_name, config)
     if name in PUBLISHED:
         assert count == PUBLISHED[name]
-    keras.backend.clear_session()
+
+
+def test_counting_parameters_draws_no_weights_and_counts_what_create_builds(monkeypatch):
+    """`count_parameters` calls no initializer (drawing BERT-large's 335 million values is what
+    takes the time) and gives what the built model's `count_params` does."""
+    calls = []
+    for cls in (keras.initializers.TruncatedNormal, keras.initializers.RandomNormal,
+                keras.initializers.VarianceScaling, keras.initializers.Zeros,
+                keras.initializers.Ones):
+        original = cls.__call__
+        monkeypatch.setattr(cls, "__call__", lambda self, *a, _original=original, **k: (
+            calls.append(type(self).__name__), _original(self, *a, **k))[1])
+    assert zoo.models.count_parameters("bert_large") == PUBLISHED["bert_large"]
+    assert calls == []
+    for name, overrides in (("bert_tiny", {}), ("gpt1_lstm", {"hidden_dim": 32}),
+                            ("vit_base16", {"num_layers": 1, "image_size": 32})):
+        assert (zoo.models.count_parameters(name, **overrides)
+                == zoo.models.create(name, **overrides).count_params()), name
+        keras.backend.clear_session()
+    assert calls  # the check above sees initializers when weights are drawn
 
 
 def test_table6_size_is_an_override():

@@ -121,16 +121,18 @@ def test_dry_run_at_paper_scale_prints_the_plan_without_training(tmp_path, capsy
                 "--run-dir", str(run_dir), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert not run_dir.exists()
-    reference = OpenAIGPTModel(OpenAIGPTConfig(vocab_size=40000)).num_parameters()
+    import torch
+
+    with torch.device("meta"):  # shapes only: nothing is drawn
+        reference = OpenAIGPTModel(OpenAIGPTConfig(vocab_size=40000)).num_parameters()
     steps = -(-100 * 2_300_000 // 64)
     hours = 6 * reference * steps * 64 * 512 / 40e12 / 3600
     assert (f"pretraining lm: gpt1/pretrain, {reference:,} backbone parameters, {steps:,} steps "
             f"of 64 x 512 tokens, ~{hours:.2f} accelerator hours") in out
     # The "LSTM w/ aux LM" row: "a single layer 2048 unit LSTM" (section 5) under the tied
     # 40,000 x 2048 embedding; torch's LSTM holds two bias vectors per gate, Keras' one.
-    import torch
-
-    lstm = torch.nn.ModuleList([torch.nn.Embedding(40000, 2048), torch.nn.LSTM(2048, 2048)])
+    with torch.device("meta"):
+        lstm = torch.nn.ModuleList([torch.nn.Embedding(40000, 2048), torch.nn.LSTM(2048, 2048)])
     lstm = sum(p.numel() for p in lstm.parameters()) - 4 * 2048
     assert (f"pretraining lstm_lm: gpt1/pretrain, {lstm:,} backbone parameters, {steps:,} "
             "steps of 64 x 512 tokens") in out

@@ -29,17 +29,12 @@ def _format(value, std=None, digits=1):
 
 
 def backbone_parameters(experiment, overrides, vocabulary_size):
-    """Parameters of the backbone an experiment builds (heads not counted), by building it."""
-    import keras
-
+    """Parameters of the backbone an experiment builds (heads not counted), from its shapes."""
     import zoo
 
     config = config_lib.resolve(experiment, overrides)
-    backbone = zoo.models.create(config.model.preset, vocabulary_size=vocabulary_size,
-                                 **config.model.backbone)
-    count = backbone.count_params()
-    keras.backend.clear_session()
-    return count
+    return zoo.models.count_parameters(config.model.preset, vocabulary_size=vocabulary_size,
+                                       **config.model.backbone)
 
 
 def _vocabulary_size(table, scale, path):

@@ -1,6 +1,9 @@
-"""zoo models: `create(name, **overrides)` builds a preset; `names()` lists them."""
+"""zoo models: `create(name, **overrides)` builds a preset; `count_parameters` counts one without
+building its weights; `names()` lists them."""
 
 import inspect
+
+import keras
 
 from zoo.models.backbone import Backbone
 from zoo.models.bert import BertBackbone
@@ -45,7 +48,30 @@ def create(name, **overrides):
     return cls(**{**config, **overrides})
 
 
+def count_parameters(name, **overrides):
+    """The parameter count of `create(name, **overrides)`, from the shapes of its variables.
+
+    The model is built in a Keras `StatelessScope` that leaves its variables uninitialized, so
+    nothing is drawn or allocated: ViT-H/14's 632 million parameters are counted in 0.3 s
+    instead of the 10.7 s that `create(...).count_params()` takes (measured on 2 cores).
+    The uninitialized variables stay registered with Keras until `keras.backend.clear_session()`,
+    which this calls: the count is for planning (e.g. `zoo reproduce --dry-run`), not beside a
+    model in use.
+
+    Example:
+        >>> import zoo
+        >>> zoo.models.count_parameters("bert_base", num_layers=6)
+        66955008
+    """
+    with keras.StatelessScope(initialize_variables=False):
+        model = create(name, **overrides)
+    count = model.count_params()
+    keras.backend.clear_session()
+    return count
+
+
 __all__ = ["Backbone", "BertBackbone", "BertClassifier", "BertFeatureTagger", "BertMultipleChoice",
            "BertPretrainer", "BertPretrainingModel", "BertSpanQA", "BertTokenClassifier",
            "CausalLanguageModel", "GPTBackbone", "GPTClassifier", "GPTLanguageModel",
-           "HiddenStateFeatures", "LSTMBackbone", "ViTBackbone", "ViTClassifier", "create", "names"]
+           "HiddenStateFeatures", "LSTMBackbone", "ViTBackbone", "ViTClassifier", "count_parameters",
+           "create", "names"]
