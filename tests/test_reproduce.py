@@ -24,14 +24,14 @@ def test_every_table_parses_and_names_existing_experiments_and_keys():
     """load_table resolves every cell of every scale with zoo.config (unknown experiments and
     keys are errors); the tables the issue asks for are there."""
     names = reproduce.table_names()
-    assert set(names) == {"gpt1/table5", "gpt1/figure2", "bert/table5", "bert/table6",
-                          "bert/table7", "bert/table8"}, names
+    assert set(names) == {"gpt1/table5", "gpt1/figure2", "gpt1/figure2_right", "bert/table5",
+                          "bert/table6", "bert/table7", "bert/table8"}, names
     for name in names:
         table = reproduce.load_table(name)
         assert set(table["scales"]) == set(reproduce.SCALES), name
         for scale in table["scales"]:
             steps = reproduce.plan(table, scale, "DATA", "RUN")
-            assert any(s["kind"] == "finetuning" for s in steps), (name, scale)
+            assert any(s["kind"] in ("finetuning", "zero_shot") for s in steps), (name, scale)
             for step in steps:
                 if step["kind"] in ("pretraining", "finetuning"):
                     config = config_lib.resolve(step["experiment"], step["overrides"])
@@ -51,6 +51,14 @@ def test_every_table_parses_and_names_existing_experiments_and_keys():
     ({"rows": {"full": {"pretraining": "absent"}}}, "rows.full.pretraining: 'absent'"),
     ({"rows": {"full": {"paper": {"squad": 1.0}}}}, "rows.full.paper.squad: no such column"),
     ({"reference": "absent"}, "reference: 'absent' is not a row"),
+    ({"columns": {"sst2": {"source": "zero_shot", "task": "glue/mrpc"}}},
+     "columns.sst2.task: a zero-shot task"),
+    ({"rows": {"no_pretraining": {"updates": 100}}},
+     "rows.no_pretraining.updates: a positive number of pre-training updates"),
+    ({"rows": {"full": {"updates": 150}}}, "scale paper: a row reads pretraining lm after 150 "
+     "updates, not a multiple of its train.eval_every 5000"),
+    ({"rows": {"full": {"updates": 400000}}}, "scale sample: a row reads pretraining lm after "
+     "400000 updates, but it takes 2400"),
 ])
 def test_a_bad_table_is_an_error_naming_the_file_and_key(tmp_path, change, message):
     table = yaml.safe_load(open(reproduce.table_path("gpt1/table5"), encoding="utf-8"))
@@ -269,3 +277,69 @@ def test_a_killed_reproduction_resumes_without_retraining_and_ends_with_the_same
     err = capsys.readouterr().err
     assert "cells/full/sst2/seed_0: finished with other settings" in err
     assert "train.steps" in err
+
+
+def test_zero_shot_columns_read_the_checkpoint_of_each_rows_updates(sample_data, tmp_path,
+                                                                    capsys):
+    """GPT-1 Figure 2 (right) as a table: a row with `updates: N` scores its pretraining's model
+    after N updates (train.keep_checkpoints keeps one per evaluation; the last is the final
+    model, weight for weight), and each zero-shot cell holds what its `zoo evaluate
+    --zero-shot` command in commands.sh gives; the LSTM of GPT-1 Table 5 is scored alike."""
+    import keras
+    import numpy as np
+
+    table = {
+        "title": "tiny zero-shot", "source": "a test", "reference": "final",
+        "vocabulary": {"kind": "bpe", "size": 400},
+        "pretraining": {"lm": {"experiment": "gpt1/pretrain"},
+                        "lstm_lm": {"experiment": "gpt1/pretrain",
+                                    "set": ["model.preset=gpt1_lstm", "model.backbone={}"]}},
+        "columns": {"sst2": {"title": "SST-2", "source": "zero_shot", "task": "glue/sst2",
+                             "metric": "accuracy"}},
+        "rows": {"early": {"title": "10 updates", "pretraining": "lm", "updates": 10},
+                 "final": {"title": "all updates", "pretraining": "lm"},
+                 "lstm": {"title": "LSTM", "pretraining": "lstm_lm", "updates": 10}},
+        "scales": {s: {"set": ["model.backbone.num_layers=1", "model.backbone.hidden_dim=32",
+                               "model.backbone.num_heads=2", "model.backbone.intermediate_dim=64",
+                               "data.sequence_length=32", "train.batch_size=16"],
+                       "pretraining_set": ["train.steps=20", "train.eval_every=10",
+                                           "train.warmup_steps=2", "train.learning_rate=1e-2"],
+                       "pretraining_overrides": {"lstm_lm": ["model.backbone={hidden_dim: 32}"]}}
+                   for s in reproduce.SCALES}}
+    path = tmp_path / "zero_shot.yaml"
+    path.write_text(yaml.safe_dump(table, sort_keys=False), encoding="utf-8")
+    run = tmp_path / "run"
+    assert cli(["reproduce", str(path), "--data-root", str(sample_data["root"]), "--run-dir",
+                str(run), "--set", f"model.vocabulary={sample_data['bpe']}"]) == 0
+    lm = run / "pretraining" / "lm"
+    assert sorted(p.name for p in (lm / "checkpoints").iterdir()) == [
+        "step_10.keras", "step_20.keras"]
+
+    def weights(file):
+        model = keras.saving.load_model(file)
+        return [keras.ops.convert_to_numpy(w) for w in model.weights]
+
+    final, last, early = (weights(lm / name) for name in (
+        "final.keras", "checkpoints/step_20.keras", "checkpoints/step_10.keras"))
+    for a, b in zip(final, last):
+        np.testing.assert_array_equal(a, b)
+    assert any(not np.array_equal(a, b) for a, b in zip(final, early))
+
+    commands = (run / "commands.sh").read_text(encoding="utf-8").splitlines()
+    cells = {(c["row"], c["column"]): c for c in csv.DictReader(open(run / "table.csv"))}
+    lstm = run / "pretraining" / "lstm_lm" / "checkpoints" / "step_10.keras"
+    for row, step, model in (("early", 10, lm / "checkpoints" / "step_10.keras"),
+                             ("final", 20, lm), ("lstm", 10, lstm)):
+        command = commands[commands.index(f"# {row} / sst2") + 1]
+        assert command.startswith(f"zoo evaluate --zero-shot glue/sst2 --run-dir {model} "
+                                  "--data "), command
+        capsys.readouterr()
+        assert cli(command.split()[1:]) == 0
+        direct = json.loads(capsys.readouterr().out.splitlines()[-1])
+        assert float(cells[row, "sst2"]["mean"]) == pytest.approx(100 * direct["accuracy"])
+        cell = json.loads((run / "cells" / row / "sst2" / "metrics.json").read_text())
+        assert cell == [{"step": step, "accuracy": direct["accuracy"],
+                         "examples": direct["examples"]}]
+        assert ((run / "cells" / row / "sst2" / "predictions" / "glue_sst2.tsv").read_text()
+                == pathlib.Path(direct["predictions"]).read_text())
+    assert "| 10 updates | - | " in (run / "table.md").read_text(encoding="utf-8")

@@ -150,6 +150,9 @@ class TrainConfig:
     eval_every: int | None = _field(None, "steps between evaluations and backups; default: "
                                     "one epoch", min=1)
     log_every: int = _field(10, "steps between TensorBoard training scalars", min=1)
+    keep_checkpoints: bool = _field(False, "also keep the model of every evaluation as "
+                                    "checkpoints/step_<N>.keras in the run directory (e.g. "
+                                    "zero-shot over pre-training updates, GPT-1 Figure 2 right)")
     seed: int = _field(0, "seed of weights, data order, dropout and masks", min=0)
     deterministic: bool = _field(True, "deterministic TF ops (exact resume, slower)")
     strategy: str = _field("default", "how training is spread over devices: a tf.distribute "

@@ -50,15 +50,18 @@ def load_language_model(path):
     """The GPT-1 backbone and BPE tokenizer of a checkpoint, for zero-shot scoring.
 
     Args:
-        path: a `gpt1/pretrain` run directory, a `.keras` file beside its vocab.json and
-            merges.txt, or a Hugging Face OpenAI GPT folder (config.json, weights, vocabulary).
+        path: a `gpt1/pretrain` run directory (the Transformer or `gpt1_lstm`), one of its
+            `checkpoints/step_<N>.keras` (`train.keep_checkpoints`), a `.keras` file beside its
+            vocab.json and merges.txt, or a Hugging Face OpenAI GPT folder (config.json,
+            weights, vocabulary).
 
     Example:
         >>> backbone, tokenizer = load_language_model("runs/gpt1_pretrain")  # doctest: +SKIP
     """
     from zoo import tokenizers, training
 
-    model_config = config_lib.ModelConfig(preset="gpt1", init_checkpoint=os.fspath(path))
+    model_config = config_lib.ModelConfig(preset=_preset(os.fspath(path)),
+                                          init_checkpoint=os.fspath(path))
     vocabulary = training.vocabulary_path(model_config)
     tokenizer = tokenizers.from_huggingface(vocabulary)
     if not isinstance(tokenizer, tokenizers.GPTTokenizer):
@@ -66,6 +69,19 @@ def load_language_model(path):
                                      f"(vocab.json + merges.txt), found a "
                                      f"{type(tokenizer).__name__} in {vocabulary}")
     return training.load_backbone(model_config, tokenizer), tokenizer
+
+
+def _preset(path):
+    """The preset of the zoo run `path` is or is a kept checkpoint of (gpt1_lstm for GPT-1
+    Table 5's LSTM); gpt1 for anything else."""
+    import yaml
+
+    for run_dir in (path, os.path.dirname(os.path.dirname(files.absolute(path)))):
+        config_file = os.path.join(run_dir, "config.yaml")
+        if files.isfile(config_file):
+            with files.open(config_file, encoding="utf-8") as file:
+                return (yaml.safe_load(file).get("model") or {}).get("preset", "gpt1")
+    return "gpt1"
 
 
 class Scorer:

@@ -13,10 +13,16 @@ A table is data, one YAML file under configs/reproduce/<family>/<table>.yaml:
                          one fine-tuning task per column; `metric` is a key of its
                          metrics.json, a fraction shown x 100 (`percent: false`: shown as
                          it is, e.g. perplexity, SQuAD F1); `source: pretraining` reads the
-                         row's pretraining run. Both are checked as each cell finishes
-    rows                 {name: {title, pretraining: name|null, set: [...], experiments:
-                         {column: experiment}, paper: {column: number}}}: null is "w/o
-                         pre-training" (random initialization); `experiments` replaces a
+                         row's pretraining run; `source: zero_shot` with `task` (one of
+                         zoo.zero_shot.TASKS) scores the row's language model on the task's
+                         dev file, no fine-tuning (`zoo evaluate --zero-shot`; GPT-1
+                         Figure 2 right). All are checked as each cell finishes
+    rows                 {name: {title, pretraining: name|null, updates: N, set: [...],
+                         experiments: {column: experiment}, paper: {column: number}}}: null
+                         is "w/o pre-training" (random initialization); `updates` starts
+                         from the pretraining's model after N updates (its pretraining then
+                         keeps a checkpoint at every evaluation, `train.keep_checkpoints`;
+                         N must be a step that evaluates); `experiments` replaces a
                          column's experiment in this row (BERT Table 7's feature-based rows)
     scales               {paper|small|sample: {description, seeds, rows, columns, set,
                          pretraining_set, finetuning_set, pretraining_overrides: {name:
@@ -31,7 +37,8 @@ must match its checkpoint). Then a column's `set` and the scale's `column_overri
 a row's `set` and the scale's `row_overrides` for it; the user's `--set` comes last and wins.
 
 Every cell is an ordinary run directory under RUN (`RUN/pretraining/<name>`,
-`RUN/cells/<row>/<column>/seed_<s>`), trained by `tasks.runs.train` exactly as `zoo train`
+`RUN/cells/<row>/<column>/seed_<s>`; a zero-shot cell is `RUN/cells/<row>/<column>` with its
+metrics.json and predictions/), trained by `tasks.runs.train` exactly as `zoo train`
 would (RUN/commands.sh holds those commands). A finished cell (final.keras) is never
 retrained; an interrupted one resumes from its backup, so a killed `zoo reproduce` run again
 ends with the same numbers. RUN/table.md and RUN/table.csv put the paper's number and ours

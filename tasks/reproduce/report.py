@@ -53,7 +53,7 @@ def write_outputs(table, scale, seeds, record, steps, cells, run_dir):
     size = _vocabulary_size(table, scale, vocabulary)
     parameters = {}
     for step in steps:
-        if step["kind"] == "finetuning" and step["row"] not in parameters:
+        if step["kind"] in ("finetuning", "zero_shot") and step["row"] not in parameters:
             parameters[step["row"]] = backbone_parameters(step["experiment"], step["overrides"],
                                                           size)
     timings = read_json(os.path.join(run_dir, "timings.json"), {})
@@ -124,14 +124,21 @@ def _name(table):
     return table["path"]
 
 
+def _what(column):
+    """What a column reads: its experiment, `pretraining`, or `zero-shot TASK`."""
+    if column["source"] == "zero_shot":
+        return f"zero-shot {column['task']}"
+    return column.get("experiment") or column["source"]
+
+
 def describe(name):
     """`zoo reproduce --list`'s text of one table: its cells and the paper's numbers."""
     table = load_table(name)
     columns = table["columns"]
     lines = [f"{name}: {table['title']}", f"  paper: {table['source']}",
              "  columns: " + ", ".join(
-                 f"{c} ({s.get('title', c)}: {s.get('experiment', s.get('source'))} "
-                 f"{s['metric']})" for c, s in columns.items()),
+                 f"{c} ({s.get('title', c)}: {_what(s)} {s['metric']})"
+                 for c, s in columns.items()),
              "  rows (paper's numbers):"]
     for row_name, row in table["rows"].items():
         start = row.get("pretraining") or "no pre-training"
@@ -154,8 +161,10 @@ def dry_run(table, scale, data_root, run_dir, seeds=None, overrides=()):
                       if o.startswith("model.vocabulary="))
     size = _vocabulary_size(table, scale, vocabulary)
     counted = {}
+    zero_shot = sum(s["kind"] == "zero_shot" for s in steps)
     lines = [f"{_name(table)} --scale {scale}: {len(steps)} steps "
-             f"({sum(s['kind'] == 'finetuning' for s in steps)} fine-tuning runs)"]
+             f"({sum(s['kind'] == 'finetuning' for s in steps)} fine-tuning runs"
+             + (f", {zero_shot} zero-shot evaluations" if zero_shot else "") + ")"]
     total = 0.0
     for step in steps:
         if step["kind"] not in ("pretraining", "finetuning"):

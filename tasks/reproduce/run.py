@@ -67,6 +67,9 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
             write_pretraining_data(_corpus(step["corpus"]), step["vocabulary"], step["run_dir"],
                                    max_sequence_lengths=step["lengths"],
                                    dupe_factor=step["dupe_factor"])
+        elif step["kind"] == "zero_shot":
+            _zero_shot(step)
+            _check_columns(table, scale, step)
         else:
             import keras
 
@@ -81,12 +84,37 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
     return cells
 
 
+def _zero_shot(step):
+    """A zero-shot cell: `zoo evaluate --zero-shot` on the row's checkpoint; its numbers go to
+    the cell's metrics.json (one entry, as a training run's evaluations), its predictions to
+    the cell's predictions/."""
+    import keras
+
+    from zoo import zero_shot
+
+    if not files.exists(step["checkpoint"]):
+        raise TableError(f"{step['name']}: no checkpoint {step['checkpoint']} (is the row's "
+                         "`updates` a step at which its pretraining evaluated?)")
+    result = zero_shot.evaluate(step["task"], step["checkpoint"], step["data"],
+                                out=os.path.join(step["run_dir"], "predictions"))
+    keras.backend.clear_session()
+    numbers = {k: v for k, v in result.items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    updates = step["updates"]
+    if updates is None:  # the final model: the pretraining run's last step
+        updates = _final_metrics(step["checkpoint"])["step"]
+    write_text(os.path.join(step["run_dir"], "metrics.json"),
+               json.dumps([{"step": updates, **numbers}], indent=1) + "\n")
+
+
 def _finished(step):
     if step["kind"] == "vocabulary":
         return files.isfile(os.path.join(step["run_dir"], "tokenizer_config.json"))
     if step["kind"] == "shards":
         return all(files.isfile(os.path.join(step["run_dir"], f"seq{length}", "pretraining.json"))
                    for length in step["lengths"])
+    if step["kind"] == "zero_shot":
+        return files.isfile(os.path.join(step["run_dir"], "metrics.json"))
     return files.isfile(os.path.join(step["run_dir"], "final.keras"))
 
 
@@ -145,11 +173,11 @@ def _metric_value(run_dir, spec):
 def _check_columns(table, scale, step):
     """Right after a step trains, the numbers its columns read from it: a wrong metric name
     or scale stops the reproduction at its first cell, not after the last."""
-    if step["kind"] == "finetuning":
+    if step["kind"] in ("finetuning", "zero_shot"):
         _metric_value(step["run_dir"], table["columns"][step["column"]])
     elif step["kind"] == "pretraining":
         for column in scale_columns(table, scale):
-            if table["columns"][column].get("source") == "pretraining":
+            if table["columns"][column]["source"] == "pretraining":
                 _metric_value(step["run_dir"], table["columns"][column])
 
 
@@ -161,14 +189,14 @@ def results(table, scale, steps, timings=None):
     by_cell = {}
     pretraining = {s["name"]: s for s in steps if s["kind"] == "pretraining"}
     for step in steps:
-        if step["kind"] == "finetuning" and _finished(step):
+        if step["kind"] in ("finetuning", "zero_shot") and _finished(step):
             by_cell.setdefault((step["row"], step["column"]), []).append(step)
     columns = scale_columns(table, scale)
     cells = []
     for row_name, row in scale_rows(table, scale).items():
         for column in columns:
             spec = table["columns"][column]
-            if spec.get("source") == "pretraining":
+            if spec["source"] == "pretraining":
                 pre = pretraining.get(f"pretraining {row.get('pretraining')}")
                 done = [pre] if pre is not None and _finished(pre) else []
             else:

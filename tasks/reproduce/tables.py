@@ -21,8 +21,10 @@ SUSTAINED_FLOPS = 40e12
 _TOP = {"title", "source", "reference", "vocabulary", "pretraining", "columns", "rows",
         "scales", "note"}
 _PRETRAINING = {"experiment", "set", "shards", "train_examples"}
-_COLUMN = {"title", "experiment", "metric", "percent", "train_examples", "source", "set"}
-_ROW = {"title", "pretraining", "set", "paper", "experiments"}
+_COLUMN = {"title", "experiment", "metric", "percent", "train_examples", "source", "set",
+           "task"}
+_ROW = {"title", "pretraining", "set", "paper", "experiments", "updates"}
+SOURCES = ("finetuning", "pretraining", "zero_shot")
 _SCALE = {"description", "seeds", "rows", "columns", "set", "pretraining_set", "finetuning_set",
           "vocabulary_size", "pretraining_overrides", "row_overrides", "column_overrides",
           "dupe_factor"}
@@ -76,10 +78,17 @@ def load_table(name):
         column.setdefault("set", [])
         if "metric" not in column:
             raise TableError(f"{path}: columns.{name_}.metric: missing")
-        if column.get("source", "finetuning") not in ("finetuning", "pretraining"):
-            raise TableError(f"{path}: columns.{name_}.source: finetuning or pretraining")
-        if column.get("source", "finetuning") == "finetuning" and "experiment" not in column:
+        source = column.setdefault("source", "finetuning")
+        if source not in SOURCES:
+            raise TableError(f"{path}: columns.{name_}.source: one of {', '.join(SOURCES)}")
+        if source == "finetuning" and "experiment" not in column:
             raise TableError(f"{path}: columns.{name_}.experiment: missing")
+        if source == "zero_shot":
+            from zoo.zero_shot import TASKS
+
+            if column.get("task") not in TASKS:
+                raise TableError(f"{path}: columns.{name_}.task: a zero-shot task, one of "
+                                 f"{', '.join(TASKS)}")
     for name_, row in table["rows"].items():
         _known(row, _ROW, path, f"rows.{name_}.")
         row.setdefault("set", [])
@@ -91,6 +100,11 @@ def load_table(name):
         if row.get("pretraining") is not None and row["pretraining"] not in table["pretraining"]:
             raise TableError(f"{path}: rows.{name_}.pretraining: {row['pretraining']!r} is not "
                              f"in pretraining ({', '.join(table['pretraining'])})")
+        if "updates" in row and (row.get("pretraining") is None or isinstance(
+                row["updates"], bool) or not isinstance(row["updates"], int)
+                or row["updates"] < 1):
+            raise TableError(f"{path}: rows.{name_}.updates: a positive number of pre-training "
+                             "updates, in a row with a pretraining")
         for column in row["paper"]:
             if column not in table["columns"]:
                 raise TableError(f"{path}: rows.{name_}.paper.{column}: no such column")
@@ -153,10 +167,14 @@ def _task_dir(data_root, experiment):
 def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=None):
     """The steps of a reproduction, in order: [{kind, name, experiment, overrides, run_dir}].
 
-    kind is "vocabulary", "shards", "pretraining" or "finetuning"; a fine-tuning step also
-    has row, column and seed. `vocabulary` is the vocabulary folder (default RUN/vocabulary,
-    learnt first); `seeds` defaults to the scale's.
+    kind is "vocabulary", "shards", "pretraining", "finetuning" or "zero_shot"; a fine-tuning
+    step also has row, column and seed, a zero-shot step row, column, task, checkpoint and
+    data. A row with `updates: N` starts from its pretraining's model after N updates (kept by
+    `train.keep_checkpoints`, which its pretraining then sets). `vocabulary` is the vocabulary
+    folder (default RUN/vocabulary, learnt first); `seeds` defaults to the scale's.
     """
+    from zoo.training.run_dir import checkpoint_path
+
     if scale not in table["scales"]:
         raise TableError(f"{table['path']}: no scale {scale!r}; it has "
                          f"{', '.join(table['scales'])}")
@@ -177,12 +195,18 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
     columns = scale_columns(table, scale)
     used = [name for name in table["pretraining"]
             if any(row.get("pretraining") == name for row in rows.values())]
+    updates = {name: sorted({row["updates"] for row in rows.values()
+                             if row.get("pretraining") == name and "updates" in row})
+               for name in used}
     shards = os.path.join(run_dir, "data", "shards")
     pretraining, lengths = [], []
     for name in used:
         pre = table["pretraining"][name]
+        keep = ["train.keep_checkpoints=true"] if updates[name] else []
         pre_overrides = (common + list(entry.get("pretraining_set", [])) + _pre_set(table, entry,
-                                                                                  name) + user)
+                                                                                  name)
+                         + keep + user)
+        _check_updates(table, scale, name, pre["experiment"], pre_overrides, updates[name])
         data = _task_dir(data_root, pre["experiment"])
         if pre.get("shards"):  # `zoo data pretrain` of the corpus, one folder for all
             config = config_lib.resolve(pre["experiment"], pre_overrides)
@@ -202,15 +226,31 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
     steps += pretraining
     for row_name, row in rows.items():
         pre = table["pretraining"].get(row.get("pretraining"))
-        init = []
+        init, start = [], None
         if pre is not None:
             start = os.path.join(run_dir, "pretraining", row["pretraining"])
+            if "updates" in row:
+                start = checkpoint_path(start, row["updates"])
             init = [f"model.init_checkpoint={start}"]
             init += [s for s in _pre_set(table, entry, row["pretraining"])
                      if s.startswith("model.")]
         for column in columns:
             spec = table["columns"][column]
-            if spec.get("source") == "pretraining":
+            if spec["source"] == "pretraining":
+                continue
+            if spec["source"] == "zero_shot":
+                if start is None:
+                    raise TableError(f"{table['path']}: rows.{row_name}: zero-shot column "
+                                     f"{column!r} needs a row with a pretraining")
+                pre_step = next(s for s in pretraining
+                                if s["name"] == f"pretraining {row['pretraining']}")
+                steps.append({
+                    "kind": "zero_shot", "name": f"{row_name} / {column}", "row": row_name,
+                    "column": column, "task": spec["task"], "checkpoint": start,
+                    "updates": row.get("updates"),
+                    "data": os.path.join(data_root, LAYOUT[spec["task"]]["dev"]),
+                    "run_dir": os.path.join(run_dir, "cells", row_name, column),
+                    "experiment": pre_step["experiment"], "overrides": pre_step["overrides"]})
                 continue
             experiment = row["experiments"].get(column, spec.get("experiment"))
             for i in range(seeds):
@@ -227,6 +267,22 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
                                   + base + [f"train.seed={seed}"]),
                     "train_examples": spec.get("train_examples")})
     return steps
+
+
+def _check_updates(table, scale, name, experiment, overrides, updates):
+    """Every `updates` of the rows on pretraining `name` is a step that evaluates (and so
+    keeps a checkpoint), where the pretraining's steps and evaluation interval are set."""
+    if not updates:
+        return
+    train = config_lib.resolve(experiment, overrides).train
+    for count in updates:
+        if train.steps is not None and count > train.steps:
+            raise TableError(f"{table['path']}: scale {scale}: a row reads pretraining {name} "
+                             f"after {count} updates, but it takes {train.steps}")
+        if train.eval_every is not None and count % train.eval_every:
+            raise TableError(f"{table['path']}: scale {scale}: a row reads pretraining {name} "
+                             f"after {count} updates, not a multiple of its train.eval_every "
+                             f"{train.eval_every} (a checkpoint is kept at each evaluation)")
 
 
 def scale_rows(table, scale):
@@ -256,6 +312,9 @@ def command(step):
     if step["kind"] == "vocabulary":
         return (f"zoo data vocab --kind {step['vocabulary_kind']} --size {step['size']} "
                 f"--corpus {step['corpus']}/*.txt --out {step['run_dir']}")
+    if step["kind"] == "zero_shot":
+        return (f"zoo evaluate --zero-shot {step['task']} --run-dir {step['checkpoint']} "
+                f"--data {step['data']}")
     if step["kind"] == "shards":
         return (f"zoo data pretrain --corpus {step['corpus']}/*.txt --vocab "
                 f"{step['vocabulary']} --max-sequence-length "

@@ -73,5 +73,5 @@ def count_parameters(name, **overrides):
 __all__ = ["Backbone", "BertBackbone", "BertClassifier", "BertFeatureTagger", "BertMultipleChoice",
            "BertPretrainer", "BertPretrainingModel", "BertSpanQA", "BertTokenClassifier",
            "CausalLanguageModel", "GPTBackbone", "GPTClassifier", "GPTLanguageModel",
-           "HiddenStateFeatures", "LSTMBackbone", "ViTBackbone", "ViTClassifier", "count_parameters",
-           "create", "names"]
+           "HiddenStateFeatures", "LSTMBackbone", "ViTBackbone", "ViTClassifier",
+           "count_parameters", "create", "names"]

@@ -19,14 +19,14 @@ from zoo.training.callbacks import TrainingError
 from zoo.training.data_order import example_order, in_file_order, length_order, traced_encoder
 from zoo.training.distribution import jax_distribution, join_cluster
 from zoo.training.loop import Phase, Schedule, fit, optimizer
-from zoo.training.run_dir import (RUN_FILES, check_run_dir, create_run_dir, load_run,
-                                  read_metrics, save_model)
+from zoo.training.run_dir import (RUN_FILES, check_run_dir, checkpoint_path, create_run_dir,
+                                  load_run, read_metrics, save_model)
 from zoo.training.run_lock import check_unlocked
 from zoo.training.starting_points import (copy_vocabulary, load_backbone, load_tokenizer,
                                           vocabulary_path)
 
 __all__ = ["RUN_FILES", "Phase", "Schedule", "TrainingError", "check_run_dir", "check_unlocked",
-           "copy_vocabulary", "create_run_dir", "example_order", "fit", "in_file_order",
-           "jax_distribution", "join_cluster", "length_order", "load_backbone", "load_run",
-           "load_tokenizer", "optimizer", "read_metrics", "save_model", "traced_encoder",
-           "vocabulary_path"]
+           "checkpoint_path", "copy_vocabulary", "create_run_dir", "example_order", "fit",
+           "in_file_order", "jax_distribution", "join_cluster", "length_order", "load_backbone",
+           "load_run", "load_tokenizer", "optimizer", "read_metrics", "save_model",
+           "traced_encoder", "vocabulary_path"]

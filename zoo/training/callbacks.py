@@ -15,7 +15,7 @@ import numpy as np
 
 from zoo import files
 from zoo.files import write_text
-from zoo.training.run_dir import backup_round, read_metrics, save_model
+from zoo.training.run_dir import backup_round, checkpoint_path, read_metrics, save_model
 
 
 class TrainingError(RuntimeError):
@@ -133,13 +133,15 @@ class RandomState(keras.callbacks.Callback):
 
 
 class Evaluator(keras.callbacks.Callback):
-    """After every round: dev metrics to metrics.json and TensorBoard, best.keras if better."""
+    """After every round: dev metrics to metrics.json and TensorBoard, best.keras if better,
+    and checkpoints/step_<N>.keras with `keep_checkpoints`."""
 
-    def __init__(self, task, run_dir, examples_shown):
+    def __init__(self, task, run_dir, examples_shown, keep_checkpoints=False):
         super().__init__()
         import tensorflow as tf
 
         self.task, self.run_dir, self.examples_shown = task, run_dir, examples_shown
+        self.keep_checkpoints = keep_checkpoints
         self.writer = tf.summary.create_file_writer(os.path.join(run_dir, "logs", "eval"))
 
     def on_train_begin(self, logs=None):
@@ -153,14 +155,18 @@ class Evaluator(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         evaluate(self.task, self.model, self.run_dir, self.history, self.writer,
-                 self.examples_shown)
+                 self.examples_shown, self.keep_checkpoints)
 
 
-def evaluate(task, model, run_dir, history, writer, examples_shown):
-    """One evaluation of a training run: metrics.json, TensorBoard, best.keras."""
+def evaluate(task, model, run_dir, history, writer, examples_shown, keep_checkpoints=False):
+    """One evaluation of a training run: metrics.json, TensorBoard, best.keras (and
+    checkpoints/step_<N>.keras with `keep_checkpoints`)."""
     import tensorflow as tf
 
     step = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+    if keep_checkpoints:
+        files.makedirs(os.path.join(run_dir, "checkpoints"))
+        save_model(model, checkpoint_path(run_dir, step))
     metrics, predictions = task.evaluate(model, "dev", return_predictions=True)
     main = task.main_metric
     best = max((entry[main] for entry in history if math.isfinite(entry.get(main, math.nan))),

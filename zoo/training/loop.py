@@ -130,7 +130,8 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
         callbacks = [
             callbacks_lib.StopAt(schedule.total),
             logger,
-            callbacks_lib.Evaluator(task, run_dir, train_config.eval_examples),
+            callbacks_lib.Evaluator(task, run_dir, train_config.eval_examples,
+                                    train_config.keep_checkpoints),
             callbacks_lib.RandomState(backup_dir),  # written before the backup it refers to
             # double_checkpoint: a backup torn by a kill falls back to the previous one.
             keras.callbacks.BackupAndRestore(backup_dir, double_checkpoint=True,

@@ -7,6 +7,7 @@
     run_dir/backup/          keras.callbacks.BackupAndRestore state while training runs
     run_dir/best.keras       the model at the best main dev metric so far
     run_dir/final.keras      the model after the last step (its presence = run complete)
+    run_dir/checkpoints/     step_<N>.keras, the model at every evaluation (train.keep_checkpoints)
     run_dir/metrics.json     every evaluation: {"step": ..., metrics ...}, in order
     run_dir/predictions/     what `zoo evaluate` writes, in the format `zoo score` reads
     run_dir/zoo.lock         host and pid of the `zoo train` writing it, while it runs
@@ -27,7 +28,12 @@ from zoo.files import write_text
 from zoo.training.run_lock import LOCK
 
 RUN_FILES = ("config.yaml", "vocabulary", "logs", "backup", "best.keras", "final.keras",
-             "metrics.json", "predictions")
+             "checkpoints", "metrics.json", "predictions")
+
+
+def checkpoint_path(run_dir, step):
+    """Where `train.keep_checkpoints` keeps the model after `step` updates."""
+    return os.path.join(run_dir, "checkpoints", f"step_{step}.keras")
 
 
 def save_model(model, path):

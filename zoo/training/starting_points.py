@@ -24,6 +24,10 @@ def vocabulary_path(model_config):
             path = os.path.join(path, "vocabulary")
         elif not files.isdir(path):  # a .keras file or a checkpoint prefix
             path = os.path.dirname(files.absolute(path))
+            run_dir = os.path.dirname(path)  # RUN/checkpoints/step_<N>.keras: RUN's vocabulary
+            if (os.path.basename(path) == "checkpoints"
+                    and files.isfile(os.path.join(run_dir, "config.yaml"))):
+                path = os.path.join(run_dir, "vocabulary")
     else:
         raise config_lib.ConfigError(
             "model.vocabulary: missing; a randomly initialized preset needs a vocabulary "
