@@ -343,3 +343,15 @@ def test_zero_shot_columns_read_the_checkpoint_of_each_rows_updates(sample_data,
         assert ((run / "cells" / row / "sst2" / "predictions" / "glue_sst2.tsv").read_text()
                 == pathlib.Path(direct["predictions"]).read_text())
     assert "| 10 updates | - | " in (run / "table.md").read_text(encoding="utf-8")
+    # Each cell in TensorBoard as a training run is: its metric under logs/eval at its step,
+    # its settings under logs/hparams (read back with TensorBoard's own event reader).
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.util.tensor_util import make_ndarray
+
+    cell = run / "cells" / "early" / "sst2" / "logs"
+    scalars = EventAccumulator(str(cell / "eval"), size_guidance={"tensors": 0}).Reload()
+    (event,) = scalars.Tensors("accuracy")
+    assert event.step == 10 and float(make_ndarray(event.tensor_proto)) == pytest.approx(
+        float(cells["early", "sst2"]["mean"]) / 100)
+    hparams = EventAccumulator(str(cell / "hparams")).Reload()
+    assert "_hparams_/session_start_info" in hparams.Tags()["tensors"]

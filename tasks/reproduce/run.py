@@ -86,9 +86,12 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
 
 def _zero_shot(step):
     """A zero-shot cell: `zoo evaluate --zero-shot` on the row's checkpoint; its numbers go to
-    the cell's metrics.json (one entry, as a training run's evaluations), its predictions to
-    the cell's predictions/."""
+    the cell's metrics.json (one entry, as a training run's evaluations) and to TensorBoard
+    (logs/eval, and logs/hparams for the HParams tab, as a training run writes them), its
+    predictions to the cell's predictions/."""
     import keras
+    import tensorflow as tf
+    from tensorboard.plugins.hparams import api as hp
 
     from zoo import zero_shot
 
@@ -105,6 +108,14 @@ def _zero_shot(step):
         updates = _final_metrics(step["checkpoint"])["step"]
     write_text(os.path.join(step["run_dir"], "metrics.json"),
                json.dumps([{"step": updates, **numbers}], indent=1) + "\n")
+    logs = os.path.join(step["run_dir"], "logs")
+    with tf.summary.create_file_writer(os.path.join(logs, "eval")).as_default():
+        for name, value in numbers.items():
+            tf.summary.scalar(name, value, step=updates)
+    with tf.summary.create_file_writer(os.path.join(logs, "hparams")).as_default():
+        hp.hparams({"task": f"zero-shot {step['task']}", "row": step["row"],
+                    "init_checkpoint": step["checkpoint"], "updates": updates},
+                   trial_id=f"{step['row']}/{step['column']}")
 
 
 def _finished(step):
