@@ -106,8 +106,6 @@ def _zero_shot(step):
     updates = step["updates"]
     if updates is None:  # the final model: the pretraining run's last step
         updates = _final_metrics(step["checkpoint"])["step"]
-    write_text(os.path.join(step["run_dir"], "metrics.json"),
-               json.dumps([{"step": updates, **numbers}], indent=1) + "\n")
     logs = os.path.join(step["run_dir"], "logs")
     with tf.summary.create_file_writer(os.path.join(logs, "eval")).as_default():
         for name, value in numbers.items():
@@ -116,6 +114,9 @@ def _zero_shot(step):
         hp.hparams({"task": f"zero-shot {step['task']}", "row": step["row"],
                     "init_checkpoint": step["checkpoint"], "updates": updates},
                    trial_id=f"{step['row']}/{step['column']}")
+    # Last: metrics.json marks the cell finished (a kill before it redoes the whole cell).
+    write_text(os.path.join(step["run_dir"], "metrics.json"),
+               json.dumps([{"step": updates, **numbers}], indent=1) + "\n")
 
 
 def _finished(step):
