@@ -280,7 +280,7 @@ def test_a_killed_reproduction_resumes_without_retraining_and_ends_with_the_same
 
 
 def test_zero_shot_columns_read_the_checkpoint_of_each_rows_updates(sample_data, tmp_path,
-                                                                    capsys):
+                                                                    capsys, monkeypatch):
     """GPT-1 Figure 2 (right) as a table: a row with `updates: N` scores its pretraining's model
     after N updates (train.keep_checkpoints keeps one per evaluation; the last is the final
     model, weight for weight), and each zero-shot cell holds what its `zoo evaluate
@@ -288,6 +288,8 @@ def test_zero_shot_columns_read_the_checkpoint_of_each_rows_updates(sample_data,
     import keras
     import numpy as np
 
+    # `zoo evaluate --zero-shot` on a .keras file writes ./predictions/zero_shot: not the repo.
+    monkeypatch.chdir(tmp_path)
     table = {
         "title": "tiny zero-shot", "source": "a test", "reference": "final",
         "vocabulary": {"kind": "bpe", "size": 400},
