@@ -32,9 +32,9 @@ def register(subparsers):
     parser.add_argument("--mixed-precision", default=None,
                         choices=("float32", "mixed_bfloat16", "mixed_float16"),
                         help="serve under this dtype policy (default: the run's "
-                        "train.mixed_precision); mixed_bfloat16 is faster on CPUs with "
-                        "avx512_bf16 / AMX, and its export stores the dense and embedding "
-                        "weights in bfloat16 (the same answers, half their size)")
+                        "train.mixed_precision); mixed_bfloat16 stores the dense and embedding "
+                        "weights in bfloat16 (the same answers, half their size); faster on "
+                        "some CPUs only (slower without AMX on Intel: `zoo benchmark serving`)")
     parser.add_argument("--quantize", default=None, choices=("int8",),
                         help="serve every dense layer in int8: 7-bit weights with a scale per "
                         "output, activations quantized per request batch, oneDNN's int8 "

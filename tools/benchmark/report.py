@@ -38,14 +38,20 @@ def _machine():
     with contextlib.suppress(OSError, ValueError):
         pages = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         memory = f", {pages / 2 ** 30:.0f} GiB RAM"
-    bf16 = [f for f in ("avx512_bf16", "amx_bf16") if f in flags]
+    # The instructions the figures depend on (oneDNN and XLA pick kernels by them): int8 and
+    # bfloat16 speed-ups need VNNI / avx512_bf16 / AMX; AVX2-only machines rank differently.
+    isa = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16",
+                       "avx512_fp16", "amx_bf16", "amx_int8") if f in flags]
+    absent = [f for f in ("avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
+              if f not in flags]
     versions = []
     for package in ("tensorflow", "tensorflow-text", "keras", "keras-hub", "jax", "torch",
                     "transformers", "onnxruntime"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             versions.append(f"{package} {metadata.version(package)}")
-    return (f"{cpu}, {os.cpu_count()} CPU cores{memory}, no GPU; bfloat16 instructions: "
-            f"{', '.join(bf16) or 'none'}; Python {platform.python_version()}",
+    return (f"{cpu}, {os.cpu_count()} CPU cores{memory}, no GPU; instructions: "
+            f"{', '.join(isa) or 'no avx2'}{'; without ' * bool(absent)}{', '.join(absent)}; "
+            f"Python {platform.python_version()}",
             ", ".join(versions))
 
 
