@@ -76,12 +76,13 @@ def _preset(path):
     Table 5's LSTM); gpt1 for anything else."""
     import yaml
 
-    for run_dir in (path, os.path.dirname(os.path.dirname(files.absolute(path)))):
-        config_file = os.path.join(run_dir, "config.yaml")
-        if files.isfile(config_file):
-            with files.open(config_file, encoding="utf-8") as file:
-                return (yaml.safe_load(file).get("model") or {}).get("preset", "gpt1")
-    return "gpt1"
+    from zoo.training.run_dir import run_dir_of
+
+    run_dir = run_dir_of(path)
+    if run_dir is None:
+        return "gpt1"
+    with files.open(os.path.join(run_dir, "config.yaml"), encoding="utf-8") as file:
+        return (yaml.safe_load(file).get("model") or {}).get("preset", "gpt1")
 
 
 class Scorer:

@@ -36,6 +36,19 @@ def checkpoint_path(run_dir, step):
     return os.path.join(run_dir, "checkpoints", f"step_{step}.keras")
 
 
+def run_dir_of(path):
+    """The zoo run directory `path` is, or whose `checkpoints/step_<N>.keras` it is; None for
+    anything else (a `.keras` file elsewhere, a Hugging Face folder, a Google checkpoint)."""
+    if files.isfile(os.path.join(path, "config.yaml")):
+        return path
+    parent = os.path.dirname(files.absolute(path))
+    run_dir = os.path.dirname(parent)
+    if (os.path.basename(parent) == "checkpoints"
+            and files.isfile(os.path.join(run_dir, "config.yaml"))):
+        return run_dir
+    return None
+
+
 def save_model(model, path):
     """`model.save(path)` through a temporary `.keras` file and a rename (local or remote;
     keras writes `gs://` paths itself)."""

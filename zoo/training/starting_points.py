@@ -12,6 +12,7 @@ import numpy as np
 
 from zoo import config as config_lib
 from zoo import files
+from zoo.training.run_dir import run_dir_of
 
 
 def vocabulary_path(model_config):
@@ -20,14 +21,11 @@ def vocabulary_path(model_config):
         path = model_config.vocabulary
     elif model_config.init_checkpoint:
         path = model_config.init_checkpoint
-        if files.isfile(os.path.join(path, "config.yaml")):  # a zoo run directory
-            path = os.path.join(path, "vocabulary")
+        run_dir = run_dir_of(path)  # a zoo run, or one of its checkpoints/step_<N>.keras
+        if run_dir is not None:
+            path = os.path.join(run_dir, "vocabulary")
         elif not files.isdir(path):  # a .keras file or a checkpoint prefix
             path = os.path.dirname(files.absolute(path))
-            run_dir = os.path.dirname(path)  # RUN/checkpoints/step_<N>.keras: RUN's vocabulary
-            if (os.path.basename(path) == "checkpoints"
-                    and files.isfile(os.path.join(run_dir, "config.yaml"))):
-                path = os.path.join(run_dir, "vocabulary")
     else:
         raise config_lib.ConfigError(
             "model.vocabulary: missing; a randomly initialized preset needs a vocabulary "
