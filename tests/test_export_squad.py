@@ -100,6 +100,10 @@ def exports(sample_data, tmp_path_factory):
         # The Python pipeline on the bad inputs it accepts (a context with tokens).
         alone = {case: python_answer(task, model, inputs, tau) for case, inputs in bad_inputs()
                  if case in COMPARED}
+        if name == "squad_v1":  # and its `zoo export --quantize int8`, served beside it
+            int8 = (runs.export_run(str(run_dir), str(run_dir.parent / "int8"),
+                                    progress=lambda _: 0, quantize="int8"),
+                    "serving_default", requests[0])
         out[name] = {"run_dir": run_dir, "path": path, "examples": examples,
                      "windows": windows, "spans": spans,
                      "tau": tau, "requests": requests, "logits": logits, "alone": alone}
@@ -107,11 +111,32 @@ def exports(sample_data, tmp_path_factory):
     # `saved_model_cli show` on the v2.0 export.
     served = serve_fresh(out["squad_v2"]["path"], [
         (out[name]["path"], *(r if isinstance(r, tuple) else ("serving_default", r)))
-        for name in out for r in out[name]["requests"]], show=True)
+        for name in out for r in out[name]["requests"]] + [int8], show=True)
+    out["squad_v1"]["served_int8"] = served.pop()
     for name in out:
         out[name]["served"], served = (served[:len(out[name]["requests"])],
                                        served[len(out[name]["requests"]):])
     return out
+
+
+def test_the_int8_export_scores_within_a_point_of_the_float32_one(exports):
+    """`zoo export --quantize int8` of the v1.1 run: official F1 / EM (evaluate-v1.1.py's
+    rules) of its served answers within a point of the float32 export's, on the same dev
+    questions; most answers the same text."""
+    from zoo.metrics.squad import squad_v1
+
+    run = exports["squad_v1"]
+    gold = {e["id"]: [a["text"] for a in e["answers"]] for e in run["examples"]}
+    scores, answers = {}, {}
+    for kind, served in (("float32", run["served"][0]), ("int8", run["served_int8"])):
+        answers[kind] = {e["id"]: a.decode("utf-8")
+                         for e, a in zip(run["examples"], served["answer"])}
+        scores[kind] = squad_v1(gold, answers[kind])
+    assert scores["float32"]["f1"] > 10, scores  # a model that finds answers, to compare
+    for metric in ("f1", "exact_match"):
+        assert abs(scores["int8"][metric] - scores["float32"][metric]) <= 1.0, scores
+    same = np.mean([answers["int8"][i] == answers["float32"][i] for i in gold])
+    assert same >= 0.9, same
 
 
 def middle_threshold(differences):

@@ -37,9 +37,10 @@ def register(subparsers):
                         "some CPUs only (slower without AMX on Intel: `zoo benchmark serving`)")
     parser.add_argument("--quantize", default=None, choices=("int8",),
                         help="serve every dense layer in int8: 7-bit weights with a scale per "
-                        "output, activations quantized per request batch, oneDNN's int8 "
-                        "products (zoo.int8); the export holds the int8 kernels only and computes "
-                        "float32 around them (no other --mixed-precision)")
+                        "output, activations quantized per request batch, the product, scales, "
+                        "bias and activation in one oneDNN kernel (zoo.int8); the export holds "
+                        "the int8 kernels only and computes float32 around them (no other "
+                        "--mixed-precision)")
     parser.set_defaults(func=run)
 
 

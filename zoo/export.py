@@ -305,9 +305,9 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
     (`with_bfloat16_weights`: the same answers). `run_dir` is what the task's serving may
     read besides the model (SQuAD v2.0's null threshold); it and `checkpoint` are recorded in
     `zoo_export.json`. `quantize="int8"` serves every Dense layer in int8 (`zoo.int8`: int8
-    weights, activations quantized per call; computed under float32 otherwise), and only
-    the int8 kernels are saved. `tasks.runs.export_run` (`zoo export`) calls this with a
-    run's task and model.
+    weights, activations quantized per call, one fused oneDNN kernel a layer; computed under
+    float32 otherwise), and only the int8 kernels are saved. `tasks.runs.export_run`
+    (`zoo export`) calls this with a run's task and model.
     """
     target = os.path.join(base, str(version))
     if quantize not in (None, "int8"):

@@ -1,44 +1,79 @@
 """int8 serving: dynamic quantization of every Dense layer, for `zoo export --quantize int8`.
 
-What a quantized Dense computes, in TensorFlow ops (export code, so TF only):
+What a quantized Dense computes (export code, so TensorFlow ops only):
 - weights: int8, symmetric, one scale per output column, in [-63, 63] (7 bits, as ONNX
-  Runtime's `reduce_range`): on CPUs without VNNI, u8 x s8 kernels add pairs of products in
-  int16 (`vpmaddubsw`), where 255 * 127 * 2 saturates and 255 * 63 * 2 does not (checked
-  here on a CPU with VNNI only);
-- activations: uint8, asymmetric, one range per call (the minimum and maximum of the batch's
-  rows, widened to hold 0), as ONNX Runtime's dynamic quantization;
-- the product: oneDNN's u8 x s8 -> s32 matrix multiply (`QuantizedMatMulWithBias` with a
-  zero int32 bias returns the plain integer product), then in float32 the scales, the
-  activation zero point (lo * scale * column sums of the weights), the bias and the activation.
+  Runtime's `reduce_range`): on CPUs without VNNI, oneDNN multiplies int8 pairs with
+  `vpmaddubsw`, which adds two products in int16, where 255 * 127 * 2 saturates and
+  255 * 63 * 2 does not (checked here on a CPU with VNNI only);
+- activations: int8, symmetric, one scale per call (the largest magnitude of the batch's rows);
+- the product, both scales, the bias and the activation (exact or tanh GELU, tanh, relu) in
+  one oneDNN kernel: TensorFlow's `_QuantizedMatMul` with fused_ops
+  [BiasAdd, <activation>, Dequantize] and float32 output, the op Intel's Neural Compressor
+  writes into TensorFlow int8 graphs. Registered in TensorFlow's x86 builds (oneDNN), as the
+  int8 kernels themselves are. Other activations run in float32 after it.
 
 Why by hand: Keras' `model.quantize("int8")` runs its int8 matmul through ops TensorFlow
 computes without int8 kernels: measured 3.0x slower than float32 on a 768 -> 3072 -> 768
-block (1,024 rows, graph mode; 1.25x faster only under XLA), while oneDNN's u8 x s8 kernel took
-16 ms against 42 ms for the float32 product of the same shape (AMD EPYC with avx512_vnni).
+block (1,024 rows, graph mode; 1.25x faster only under XLA). The public
+`QuantizedMatMulWithBias` (used here before) leaves the scales, the activation's zero point,
+the bias and the activation to separate float32 ops, which gave back two thirds of the
+product's gain (docs/benchmarks.md: int8 1.22x float32 then).
 """
 
 import contextlib
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.framework import op_def_library
 
 WEIGHT_LEVELS = 63  # 7-bit weights: see the module docstring
 
 
 def quantize_kernel(kernel):
-    """(int8 kernel [in, out], float32 column scales [out], float32 column sums [out]).
+    """(int8 kernel [in, out], float32 column scales [out]): kernel ~ q * scale.
 
     Example:
         >>> import numpy as np
-        >>> q, scale, sums = quantize_kernel(np.array([[0.5, -2.0], [-1.0, 1.0]]))
-        >>> q.tolist(), [round(float(s), 4) for s in scale], sums.tolist()
-        ([[31, -63], [-63, 31]], [0.0159, 0.0317], [-32.0, -32.0])
+        >>> q, scale = quantize_kernel(np.array([[0.5, -2.0], [-1.0, 1.0]]))
+        >>> q.tolist(), [round(float(s), 4) for s in scale]
+        ([[31, -63], [-63, 31]], [0.0159, 0.0317])
     """
     kernel = np.asarray(kernel, np.float32)
     scale = np.abs(kernel).max(axis=0) / WEIGHT_LEVELS
     scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
     q = np.clip(np.round(kernel / scale), -WEIGHT_LEVELS, WEIGHT_LEVELS).astype(np.int8)
-    return q, scale, q.sum(axis=0, dtype=np.int64).astype(np.float32)
+    return q, scale
+
+
+def _fused_names():
+    """keras activation function -> the name `_QuantizedMatMul` fuses it under."""
+    import keras
+
+    from zoo.layers import transformer
+
+    return {keras.activations.linear: None, keras.activations.relu: "Relu",
+            keras.activations.tanh: "Tanh", keras.activations.sigmoid: "Sigmoid",
+            keras.activations.gelu: "GeluExact",  # its default, approximate=False
+            transformer._ACTIVATIONS["gelu"]: "GeluExact",
+            transformer.gelu_approximate: "GeluApproximate"}
+
+
+def _quantized_matmul(a, low, high, kernel, kernel_low, kernel_high, bias, fused):
+    """oneDNN's int8 x int8 product of `a` (qint8 rows in [low, high]) and `kernel` (qint8,
+    column c in [kernel_low[c], kernel_high[c]]), + bias, then `fused`, in float32."""
+    if tf.executing_eagerly():  # the op has no eager wrapper: run it as a one-op graph
+        return tf.function(_quantized_matmul)(a, low, high, kernel, kernel_low, kernel_high,
+                                              bias, fused)
+    _, _, op, _ = op_def_library._apply_op_helper(
+        "_QuantizedMatMul", name="QuantizedDense", device_inputs=[a, kernel, bias],
+        host_inputs=[low, high, kernel_low, kernel_high],
+        Tdevice_outputs=[tf.float32], Thost_outputs=[], T1=tf.qint8, T2=tf.qint8,
+        Tbias=tf.float32, Tout=tf.float32, U=tf.float32,
+        fused_ops=["BiasAdd", *([fused] if fused else []), "Dequantize"],
+        transpose_a=False, transpose_b=False, input_quant_mode="SCALED",
+        output_quant_mode="SCALED", is_weight_const=True, is_bias_const=True,
+        leakyrelu_alpha=0.2)
+    return op.outputs[0]
 
 
 class QuantizedDense(tf.Module):
@@ -46,38 +81,32 @@ class QuantizedDense(tf.Module):
 
     def __init__(self, layer):
         super().__init__(name=layer.name)
-        q, scale, sums = quantize_kernel(layer.kernel.numpy())
+        q, scale = quantize_kernel(layer.kernel.numpy())
         self.layer = layer
         self.kernel = tf.Variable(q, trainable=False, name="kernel_int8")
-        self.scale = tf.Variable(scale, trainable=False, name="kernel_scale")
-        self.sums = tf.Variable(sums, trainable=False, name="kernel_column_sums")
-        self.bias = (None if layer.bias is None else
-                     tf.Variable(tf.cast(layer.bias, tf.float32), trainable=False, name="bias"))
+        # The kernel's range per column for the op: 127 steps of the column's scale either
+        # side of 0 (both stored: a negation per call measured 1.3 % of the serving time).
+        self.kernel_high = tf.Variable(scale * 127.0, trainable=False, name="kernel_high")
+        self.kernel_low = tf.Variable(-scale * 127.0, trainable=False, name="kernel_low")
+        bias = np.zeros(q.shape[1], np.float32) if layer.bias is None else layer.bias.numpy()
+        self.bias = tf.Variable(bias.astype(np.float32), trainable=False, name="bias")
+        self.fused = _fused_names().get(layer.activation, False)  # False: not fusable
 
     def __call__(self, inputs, training=None):
-        layer = self.layer
         units = int(self.kernel.shape[1])
         x = tf.cast(inputs, tf.float32)
         shape = tf.shape(x)
         rows = tf.reshape(x, [-1, int(self.kernel.shape[0])])
-        lo = tf.minimum(tf.reduce_min(rows), 0.0)
-        hi = tf.maximum(tf.reduce_max(rows), lo + 1e-6)  # a range that holds 0, never empty
-        a, lo, hi = tf.quantization.quantize(rows, lo, hi, tf.quint8, mode="MIN_FIRST")
-        product, _, _ = tf.raw_ops.QuantizedMatMulWithBias(
-            a=a, b=tf.bitcast(self.kernel, tf.qint8), bias=tf.zeros([units], tf.qint32),
-            min_a=lo, max_a=hi, min_b=-1.0, max_b=1.0, Toutput=tf.qint32,
-            input_quant_mode="MIN_FIRST")
-        # rows ~ lo + step * a and kernel ~ scale * q, so rows @ kernel ~
-        # step * scale * (a @ q) + lo * scale * column_sums(q).
-        step = (hi - lo) / 255.0
-        offset = lo * self.scale * self.sums  # [units]: one pass over the rows, not two
-        if self.bias is not None:
-            offset = offset + self.bias
-        y = tf.cast(tf.bitcast(product, tf.int32), tf.float32) * (step * self.scale) + offset
-        if layer.activation is not None:
-            y = layer.activation(y)
+        # The largest magnitude, from the minimum and the maximum: two reductions that read
+        # the rows measured faster than one over their absolute values (which writes them).
+        high = tf.maximum(tf.maximum(tf.reduce_max(rows), -tf.reduce_min(rows)), 1e-6)
+        a, low, high = tf.quantization.quantize(rows, -high, high, tf.qint8, mode="SCALED")
+        y = _quantized_matmul(a, low, high, tf.bitcast(self.kernel, tf.qint8),
+                              self.kernel_low, self.kernel_high, self.bias, self.fused or None)
+        if self.fused is False:
+            y = self.layer.activation(y)
         y = tf.reshape(y, tf.concat([shape[:-1], [units]], axis=0))
-        return tf.cast(y, layer.compute_dtype)
+        return tf.cast(y, self.layer.compute_dtype)
 
 
 @contextlib.contextmanager

@@ -198,7 +198,8 @@ def section_serving(args, progress=print):
         "longest) in its own process. Each warms up with one pass; the median of "
         f"{args.repeats} passes is reported; the contenders run one after the other. int8: "
         "zoo's `zoo export --quantize int8` (7-bit weights, a scale per output unit, "
-        "activations quantized per batch, oneDNN's int8 products) and ONNX Runtime's "
+        "int8 activations with a scale per batch, product, scales, bias and activation in "
+        "one oneDNN kernel) and ONNX Runtime's "
         "`quantize_dynamic` (int8 weights) of transformers' model exported with "
         "`torch.onnx.export`, BertTokenizerFast in front, as the float32 ONNX Runtime row.", "",
         "| contender | texts/s | ratio | labels equal to transformers' |",
