@@ -38,9 +38,10 @@ def register(subparsers):
     parser.add_argument("--quantize", default=None, choices=("int8",),
                         help="serve every dense layer in int8: 7-bit weights with a scale per "
                         "output, activations quantized per request batch, the product, scales, "
-                        "bias and activation in one oneDNN kernel (zoo.int8); the export holds "
-                        "the int8 kernels only and computes float32 around them (no other "
-                        "--mixed-precision)")
+                        "bias and activation in one oneDNN kernel, LayerNorms in oneDNN's "
+                        "(zoo.int8); for x86-64 TensorFlow with oneDNN (the pip build); the "
+                        "export holds the int8 kernels only and computes float32 around them "
+                        "(no other --mixed-precision)")
     parser.set_defaults(func=run)
 
 

@@ -340,8 +340,9 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
             if quantize:
                 from zoo import int8
 
-                weights = stack.enter_context(int8.dense_layers(model))
-                progress(f"quantizing {len(weights.layers)} dense layers to int8")
+                weights = stack.enter_context(int8.serving_form(model))
+                progress(f"quantizing {len(weights.layers)} dense layers to int8 "
+                         f"({weights.norms} LayerNorms in oneDNN's kernel)")
             progress(f"tracing the {task.name} signatures")
             archive, described = build_archive(task, model, run_dir)
             progress(f"writing {target}")

@@ -149,7 +149,7 @@ def section_serving(args, progress=print):
             path = os.path.join(tmp, policy)
             archive.write_out(path, verbose=False)
             commands[f"zoo SavedModel, {policy}"] = ["-c", _SERVE_ZOO, path]
-        with int8.dense_layers(keras_model):  # as `zoo export --quantize int8` writes it
+        with int8.serving_form(keras_model):  # as `zoo export --quantize int8` writes it
             archive, _ = export.build_archive(task, keras_model, None)
             archive.write_out(os.path.join(tmp, "int8"), verbose=False)
         commands["zoo SavedModel, int8"] = ["-c", _SERVE_ZOO, os.path.join(tmp, "int8")]
@@ -199,7 +199,8 @@ def section_serving(args, progress=print):
         f"{args.repeats} passes is reported; the contenders run one after the other. int8: "
         "zoo's `zoo export --quantize int8` (7-bit weights, a scale per output unit, "
         "int8 activations with a scale per batch, product, scales, bias and activation in "
-        "one oneDNN kernel) and ONNX Runtime's "
+        "one oneDNN kernel; LayerNorms in oneDNN's kernel too, where the float32 export keeps "
+        "TensorFlow's portable ops) and ONNX Runtime's "
         "`quantize_dynamic` (int8 weights) of transformers' model exported with "
         "`torch.onnx.export`, BertTokenizerFast in front, as the float32 ONNX Runtime row.", "",
         "| contender | texts/s | ratio | labels equal to transformers' |",
