@@ -424,10 +424,11 @@ def test_an_int8_export_answers_like_the_float32_one_and_stores_int8_kernels(
     dense = [layer for layer in model._flatten_layers() if type(layer) is keras.layers.Dense]
     kernels = sum(int(np.prod(layer.kernel.shape)) for layer in dense)
     units = sum(int(layer.kernel.shape[1]) for layer in dense)
-    # The float32 kernels are replaced by int8 ones with their range ends per unit (low, high).
+    # The float32 kernels are replaced by int8 ones with their range ends (low, high) and
+    # column sums per unit.
     assert len(dense) == 2 * 6 + 2  # 2 blocks x (query, key, value, output, 2 ffn), pooler, head
     assert _stored_values(base / "1") == {"int8": kernels,
-                                          "float32": model.count_params() - kernels + 2 * units}
+                                          "float32": model.count_params() - kernels + 3 * units}
 
 
 def test_a_float32_run_exports_as_bfloat16_with_unchanged_answers(mrpc_export, mrpc_served,

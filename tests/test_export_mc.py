@@ -84,7 +84,7 @@ def test_export_equals_the_python_pipeline(sample_data, tmp_path, task_name, sty
     n = len(choices[0])
     x = {key: value[:3] for key, value in batches[0].items()}
     long = ("word " * 20_000)[:100_000]
-    results = serve_fresh(saved, [
+    requests = [
         {"context": contexts, "choices": choices},
         # k = n + 1: the first choice again; k = 1.
         {"context": contexts[:3], "choices": [c + [c[0]] for c in choices[:3]]},
@@ -94,7 +94,13 @@ def test_export_equals_the_python_pipeline(sample_data, tmp_path, task_name, sty
         {"context": np.array([], object), "choices": np.zeros((0, n), object)},
         {"context": contexts[:1], "choices": np.zeros((1, 0), object)},
         {"context": contexts[:2], "choices": choices[:1]},
-        ("serving_ids", {k: v.numpy() for k, v in x.items()})], show=True)
+        ("serving_ids", {k: v.numpy() for k, v in x.items()})]
+    # `zoo export --quantize int8` of the same run answers the dev set and the bad inputs in
+    # the same process.
+    int8 = runs.export_run(str(run_dir), str(tmp_path / "int8"), progress=lambda line: None,
+                           quantize="int8")
+    results = serve_fresh(saved, requests + [(int8, "serving_default", requests[i])
+                                             for i in (0, 3, 4, 6, 7)], show=True)
     signatures = saved_model_signatures(saved)
     signatures.pop("__saved_model_init_op", None)
     assert signatures == expected
@@ -124,6 +130,19 @@ def test_export_equals_the_python_pipeline(sample_data, tmp_path, task_name, sty
     assert "differ in batch size" in results[7]["error"]
     np.testing.assert_allclose(results[8]["probabilities"], probabilities[:3], atol=1e-6)
     assert results[8]["choice"][clear[:3]].tolist() == np.array(predicted[:3])[clear[:3]].tolist()
+
+    # The int8 export (zoo.int8): probabilities within 0.02 of float32's, the same choice
+    # wherever float32's best two are 0.01 apart, the same answers to the bad inputs.
+    int8_dev, *int8_bad = results[9:]
+    assert 0 < np.abs(int8_dev["probabilities"] - served["probabilities"]).max() < 0.02
+    apart = top[:, -1] - top[:, -2] > 0.01
+    assert apart.sum() >= 10, np.sort(top[:, -1] - top[:, -2])
+    assert int8_dev["choice"][apart].tolist() == served["choice"][apart].tolist()
+    for ours, theirs in zip(int8_bad[:2], results[3:5]):
+        assert ours["probabilities"].shape == theirs["probabilities"].shape
+        assert np.all(np.isfinite(ours["probabilities"]))
+    assert "at least one choice per question" in int8_bad[2]["error"]
+    assert "differ in batch size" in int8_bad[3]["error"]
 
 
 def test_bert_sentence_b_in_the_graph_equals_python(sample_data):
