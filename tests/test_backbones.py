@@ -331,18 +331,30 @@ def test_bfloat16_weights_rebuild_the_bilstm_heads():
         keras.config.set_dtype_policy(previous)
 
 
-def test_attention_explicit_path_matches_fused():
-    """The training path with attention dropout computes the same function as the fused op."""
+def test_attention_is_keras_dot_product_attention():
+    """Our attention (matmuls, additive mask) computes `keras.ops.dot_product_attention`'s
+    function on the same projections, with padding and causal masks, in inference and in
+    training; dropout on the probabilities acts in training only."""
+    from keras import ops
+
     layer = zoo.layers.MultiHeadSelfAttention(num_heads=2, dropout=0.5)
     x = np.random.default_rng(0).standard_normal((2, 5, 8)).astype("float32")
     padding = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    layer(x)  # build
+    heads = [ops.reshape(dense(x), (2, 5, 2, 4))
+             for dense in (layer.query_dense, layer.key_dense, layer.value_dense)]
     for causal in (False, True):
         mask = zoo.layers.AttentionMask(causal=causal)(padding)
-        fused = layer(x, attention_mask=mask, training=False)
-        layer.dropout_layer.rate = 0.0  # explicit path, dropout a no-op
-        explicit = layer(x, attention_mask=mask, training=True)
+        context = ops.dot_product_attention(*heads, mask=mask)
+        expected = layer.output_dense(ops.reshape(context, (2, 5, 8)))
+        np.testing.assert_allclose(layer(x, attention_mask=mask, training=False), expected,
+                                   atol=1e-6, err_msg=f"causal={causal}")
+        layer.dropout_layer.rate = 0.0  # the training path, dropout a no-op
+        np.testing.assert_allclose(layer(x, attention_mask=mask, training=True), expected,
+                                   atol=1e-6, err_msg=f"causal={causal}, training")
         layer.dropout_layer.rate = 0.5
-        np.testing.assert_allclose(explicit, fused, atol=1e-6)
+        dropped = np.asarray(layer(x, attention_mask=mask, training=True))
+        assert np.max(np.abs(dropped - np.asarray(expected))) > 1e-3, "no dropout in training"
 
 
 def test_row_dropout_is_keras_dropout():

@@ -50,8 +50,16 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     Query, key, value and output projections are plain (hidden, hidden) dense kernels so that
     checkpoints of BERT, GPT-1 and ViT map onto them one tensor each. Heads are split by a
-    reshape to (batch, seq, heads, head_dim), the layout `keras.ops.dot_product_attention`
-    takes, so there is no per-head loop and no transpose on our side.
+    reshape and a transpose to (batch, heads, seq, head_dim); logits and context are two
+    batched matmuls, the same function as `keras.ops.dot_product_attention` with the softmax
+    in float32, and the same ops in training (dropout on the probabilities) and inference.
+
+    Why not `keras.ops.dot_product_attention`: on TensorFlow it runs two einsums and scales
+    and masks the logits as separate ops; written as matmul, scale and an additive mask,
+    TensorFlow's graph optimizer fuses the three into one oneDNN kernel
+    (`_MklFusedBatchMatMulV2`), and XLA (JAX) also compiles it faster. Measured on the
+    `zoo benchmark models` weights, batch 8, 2 cores: TensorFlow graph BERT-base and GPT-1
+    1.03x, ViT-B/16 1.02x; JAX BERT-base 1.05x, ViT-B/16 1.07x; PyTorch unchanged (1.00).
 
     Args:
         num_heads: number of attention heads; must divide the hidden size.
@@ -100,25 +108,24 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         optimizer fuses a 2-D MatMul with its BiasAdd (and GELU) into one oneDNN kernel,
         which it does not do for the 3-D Dense path (see `TransformerBlock.call`).
         """
-        def heads(projection):  # (batch * seq, hidden) -> (batch, seq, heads, head_dim)
-            return ops.reshape(projection(rows), (batch, seq, self.num_heads, self.head_dim))
+        n, d = self.num_heads, self.head_dim
 
-        q, k, v = heads(self.query_dense), heads(self.key_dense), heads(self.value_dense)
+        def heads(projection, order):  # (batch * seq, hidden) -> (batch, heads, ., .)
+            return ops.transpose(ops.reshape(projection(rows), (batch, seq, n, d)), order)
+
+        q = heads(self.query_dense, (0, 2, 1, 3))  # (batch, heads, seq, head_dim)
+        k = heads(self.key_dense, (0, 2, 3, 1))  # (batch, heads, head_dim, seq)
+        v = heads(self.value_dense, (0, 2, 1, 3))
+        logits = ops.cast(ops.matmul(q, k), "float32") * (1.0 / math.sqrt(d))
+        if attention_mask is not None:  # additive, so that the three ops fuse on TensorFlow
+            logits = logits + ops.where(attention_mask, 0.0, -1e9)
+        # One key (a 1-token input): the softmax is 1, and ops.softmax would warn about it.
+        probs = ops.ones_like(logits) if logits.shape[-1] == 1 else ops.softmax(logits, axis=-1)
+        probs = ops.cast(probs, q.dtype)  # (batch, heads, seq, seq)
         if training and self.dropout > 0:
-            # The fused op has no dropout on the probabilities, so training with attention
-            # dropout takes the explicit path; both paths compute the same function.
-            logits = ops.einsum("btnh,bsnh->bnts", q, k) / ops.cast(
-                math.sqrt(self.head_dim), q.dtype
-            )
-            if attention_mask is not None:
-                logits = ops.where(attention_mask, logits, ops.cast(-1e9 if logits.dtype == "float32"
-                                                          else -3e4, logits.dtype))
-            probs = ops.cast(ops.softmax(ops.cast(logits, "float32"), axis=-1), q.dtype)
             probs = self.dropout_layer(probs, training=training)
-            context = ops.einsum("bnts,bsnh->btnh", probs, v)  # (b, s, heads, d)
-        else:
-            context = ops.dot_product_attention(q, k, v, mask=attention_mask)  # (b, s, heads, d)
-        return self.output_dense(ops.reshape(context, (-1, self.num_heads * self.head_dim)))
+        context = ops.transpose(ops.matmul(probs, v), (0, 2, 1, 3))  # (b, seq, heads, d)
+        return self.output_dense(ops.reshape(context, (-1, n * d)))
 
     def compute_output_shape(self, input_shape):
         return input_shape
