@@ -198,7 +198,7 @@ def section_serving(args, progress=print):
         "longest) in its own process. Each warms up with one pass; the median of "
         f"{args.repeats} passes is reported; the contenders run one after the other. int8: "
         "zoo's `zoo export --quantize int8` (7-bit weights, a scale per output unit, "
-        "int8 activations with a scale per batch, product, scales, bias and activation in "
+        "uint8 activations over each batch's range, product, scales, bias and activation in "
         "one oneDNN kernel; LayerNorms in oneDNN's kernel too, where the float32 export keeps "
         "TensorFlow's portable ops) and ONNX Runtime's "
         "`quantize_dynamic` (int8 weights) of transformers' model exported with "
