@@ -6,44 +6,41 @@
     model.fit(task.dataset("train"), epochs=3)      # batches of (inputs, labels, weights)
     task.evaluate(model, "dev")                     # {"f1": ..., "accuracy": ...}
 
-The registry is this one dict. Adding a task family touches three files: its own file here
-(tasks/<family>.py, on the shared plumbing of `tasks.base`), its lines in `TASKS`, and an
-experiment YAML (configs/experiments/<family>/<task>.yaml). `tasks.runs` runs an experiment
-end to end (`zoo train`, `zoo evaluate`, `zoo export`) on top of this registry.
+A task is what `zoo.training.Task` (the contract `fit`, its callbacks and the export call)
+asks for, on the shared plumbing of `tasks.base.BaseTask`. The registry is `TASKS`, built from the
+benchmarks' records (`zoo.data.benchmarks`) and `FAMILIES`. Adding a benchmark of an existing
+family touches its record and an experiment YAML (configs/experiments/<family>/<task>.yaml).
+Adding a task family touches four files: its own file here (tasks/<family>.py), its serving
+description (tasks/serving/<family>.py), its line in `FAMILIES`, and an experiment YAML.
+`tasks.runs` runs an experiment end to end (`zoo train`, `zoo evaluate`, `zoo export`) on top
+of this registry.
 """
 
-from tasks import (classification, image_classification, multiple_choice, pretraining,
-                   span_qa, tagging)
+from tasks import (classification, image_classification, multiple_choice, pretraining, span_qa,
+                   tagging)
+from zoo import config as config_lib
+from zoo.data.benchmarks import BENCHMARKS
 
-TASKS = {
+# Task family (a benchmark record's `family`, zoo.data.benchmarks) -> its task class.
+FAMILIES = {
     # BERT section 4.1 / GPT-1 section 3.3: sentence(-pair) classification and regression.
-    "glue/cola": classification.ClassificationTask,
-    "glue/sst2": classification.ClassificationTask,
-    "glue/mrpc": classification.ClassificationTask,
-    "glue/qqp": classification.ClassificationTask,
-    "glue/stsb": classification.ClassificationTask,
-    "glue/mnli": classification.ClassificationTask,
-    "glue/qnli": classification.ClassificationTask,
-    "glue/rte": classification.ClassificationTask,
-    "glue/wnli": classification.ClassificationTask,
-    "snli": classification.ClassificationTask,
-    "scitail": classification.ClassificationTask,
+    "classification": classification.ClassificationTask,
     # BERT sections 4.2 and 4.3: answer spans over doc-stride windows, SQuAD's own scoring.
-    "squad_v1": span_qa.SpanQATask,
-    "squad_v2": span_qa.SpanQATask,
+    "span_qa": span_qa.SpanQATask,
     # BERT section 4.4 / GPT-1 section 3.3: multiple choice, a softmax over one score a choice.
-    "swag": multiple_choice.MultipleChoiceTask,
-    "race": multiple_choice.MultipleChoiceTask,
-    "story_cloze": multiple_choice.MultipleChoiceTask,
-    # BERT section 3.1 (masked LM + next-sentence prediction); GPT-1 section 3.1 and BERT
-    # Table 5 "LTR & No NSP" (left-to-right language model).
-    "pretrain/masked_lm": pretraining.MaskedLMTask,
-    "pretrain/causal_lm": pretraining.CausalLMTask,
+    "multiple_choice": multiple_choice.MultipleChoiceTask,
     # ViT sections 3.1-3.2: a linear head on the class token, fine-tuned on an image folder.
-    "image_folder": image_classification.ImageClassificationTask,
+    "image_classification": image_classification.ImageClassificationTask,
     # BERT section 5.3 and Table 7: CoNLL-2003 NER, fine-tuned or feature-based.
-    "conll2003": tagging.TaggingTask,
+    "tagging": tagging.TaggingTask,
 }
+# Task name -> task class: every benchmark, by its family.
+TASKS = {name: FAMILIES[benchmark.family] for name, benchmark in BENCHMARKS.items()}
+# Pre-training reads a corpus, not a benchmark's files: BERT section 3.1 (masked LM +
+# next-sentence prediction); GPT-1 section 3.1 and BERT Table 5 "LTR & No NSP" (left-to-right
+# language model).
+TASKS["pretrain/masked_lm"] = pretraining.MaskedLMTask
+TASKS["pretrain/causal_lm"] = pretraining.CausalLMTask
 
 
 def create(name, config=None, check_data=True):
@@ -54,7 +51,6 @@ def create(name, config=None, check_data=True):
         >>> sorted(tasks.TASKS)[:3]
         ['glue/cola', 'glue/mnli', 'glue/mrpc']
     """
-    from zoo import config as config_lib
 
     if name not in TASKS:
         raise config_lib.ConfigError(f"task: unknown task {name!r}; known tasks: "

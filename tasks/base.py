@@ -1,12 +1,14 @@
-"""What the task families share: the `Task` base class and the GPT-1 fine-tuning helpers.
+"""What the task families share: the `BaseTask` class and the GPT-1 fine-tuning helpers.
 
-A family file (classification.py, span_qa.py, ...) subclasses `Task` and writes out what its
+A family file (classification.py, span_qa.py, ...) subclasses `BaseTask` and writes out what its
 paper section says: how a file's examples are read (`read`) and packed (`dataset`), the model
-and its head, the losses and metrics of `compile`, prediction, post-processing, the
-predictions files and serving. `Task` holds only the plumbing that is the same everywhere:
-the official file of a split under `data.dir`, each file read once, steps per epoch, batching
-in `zoo.training`'s example order through a traced encoder, the optimizer of `compile`, the
-single training phase and the markdown table of `describe`.
+and its head, its losses and metrics (`losses_and_metrics`), prediction, post-processing and
+the predictions files; its serving description is beside it, in tasks/serving/. `BaseTask` is the
+contract `zoo.training.Task` (what `fit`, the evaluation callback and the export call) plus
+the plumbing that is the same in every family: the official file of a split under
+`data.dir`, each file read once, steps per epoch, batching in `tasks.data_order`'s example
+order through a traced encoder, the single training phase and the markdown table of
+`describe`.
 
 The helpers serve the families that fine-tune GPT-1 as well as BERT (classification, multiple
 choice): `is_gpt`, GPT-1's auxiliary language-model loss and targets (section 3.2) and
@@ -18,33 +20,36 @@ import os
 import keras
 import tensorflow as tf
 
+from tasks import data_order
 from zoo import config as config_lib
 from zoo import training
 from zoo.data import prefetched, read_examples
-from zoo.data.samples import LAYOUT
+from zoo.data.benchmarks import BENCHMARKS
+from zoo.models.presets import PRESETS
 
 
-class Task:
+class BaseTask(training.Task):
     """The plumbing of a task family around its own data, model, losses and metrics.
 
     A subclass defines `read(path)` (a file's examples, cached by `examples`), `dataset`,
-    `build_model`, `compile` (its losses and metrics, through `compile_with`), `predict`,
-    `evaluate`, `write_predictions`, `describe` and `serving`.
+    `build_model`, `losses_and_metrics`, `predict`, `evaluate`, `write_predictions`,
+    `describe` and `serving` (a call of its module in tasks/serving/).
 
     Args:
         name: the task name, a key of `tasks.TASKS`.
         config: a `zoo.config.Experiment`.
     """
 
-    # Split name -> the `zoo.data.samples.LAYOUT` split whose file it reads; None: the
-    # LAYOUT splits under their own names.
-    splits = None
     # Whether the family's BERT model can put a BiLSTM under its head (`model.bilstm`).
     bilstm_head = False
+    # Label names in label-id order, where the task's labels have names (`zoo convert`'s
+    # id2label); None for scores, choice indices and pretraining.
+    labels = None
 
     def __init__(self, name, config):
-        self.name, self.config = name, config
+        super().__init__(name, config)
         self._cache = {}
+        self._traced_encoders = {}
         if config.model.bilstm and not (self.bilstm_head and not is_gpt(config.model.preset)):
             raise config_lib.ConfigError(
                 f"model.bilstm: {name} with {config.model.preset} has no BiLSTM head; it is "
@@ -53,9 +58,11 @@ class Task:
     # --- Data ---
 
     def path(self, split):
-        """The official file (or directory) of `split` under `data.dir`, as LAYOUT names it."""
-        layout = LAYOUT[self.name]
-        splits = self.splits or {s: s for s in layout}
+        """The official file (or directory) of `split` under `data.dir`, as the benchmark's
+        record lays it out (`zoo.data.benchmarks`: `layout`, `splits`)."""
+        benchmark = BENCHMARKS[self.name]
+        layout = benchmark.layout
+        splits = benchmark.splits or {s: s for s in layout}
         if not self.config.data.dir:
             raise config_lib.ConfigError(f"data.dir: missing; the directory holding the "
                                          f"{self.name} files")
@@ -89,30 +96,22 @@ class Task:
                 order=None, key=()):
         """Batches `encode(*(t[indices] for t in tensors))` of a split's examples.
 
-        The order is `training.example_order`'s: the train split shuffled, with `repeat=True`
+        The order is `data_order.example_order`'s: the train split shuffled, with `repeat=True`
         as an endless stream whose order is a pure function of (train.seed, position), so
         `skip_batches` resumes it exactly, otherwise one pass reshuffled at every iteration;
-        other splits in file order, or `order` (`training.length_order`). `encode` (TF ops)
-        is traced once per task, config and `key` (`training.traced_encoder`).
+        other splits in file order, or `order` (`data_order.length_order`). `encode` (TF ops)
+        is traced once per task, config and `key` (`data_order.traced_encoder`).
         """
         batch_size = batch_size or self.config.train.batch_size
-        indices = training.example_order(tensors[0].shape[0], split, self.config.train.seed,
-                                         batch_size, repeat, skip_batches, order)
-        encode = training.traced_encoder(self, encode, *key)
+        indices = data_order.example_order(tensors[0].shape[0], split, self.config.train.seed,
+                                           batch_size, repeat, skip_batches, order)
+        encode = data_order.traced_encoder(self._traced_encoders, self.config, encode, *key)
         ds = indices.batch(batch_size).map(
             lambda i: encode(*(tf.gather(t, i) for t in tensors)),
             num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         return prefetched(ds)
 
     # --- Training ---
-
-    def compile_with(self, model, total_steps=None, warmup_steps=None, **compile_args):
-        """`model.compile(**compile_args)` (the family's losses and metrics) with the optimizer
-        of `train`: AdamW or SGD on its warmup + decay schedule (`training.optimizer`)."""
-        train = self.config.train
-        optimizer = training.optimizer(train, model, self.steps_per_epoch(), total_steps,
-                                       warmup_steps)
-        model.compile(optimizer=optimizer, jit_compile=train.jit_compile, **compile_args)
 
     def phases(self, schedule):
         """One phase: the whole run on the shuffled train stream."""
@@ -125,10 +124,10 @@ class Task:
     def predicted_logits(self, model, split="dev", path=None):
         """The `logits` of `inference_model(model)` on a split or file, in file order (the
         batches in `data.sort_by_length` order)."""
-        order = training.length_order(self, split, path)
+        order = data_order.length_order(self, split, path)
         ds = self.dataset(split, path, order=order).map(lambda x, *_: x)
         logits = inference_model(model).predict(ds, verbose=0)["logits"]
-        return training.in_file_order(logits, order)
+        return data_order.in_file_order(logits, order)
 
 
 def markdown_table(header, rows):
@@ -150,7 +149,6 @@ def is_gpt(preset):
     """Whether `model.preset` is a GPT-1 preset, the Transformer or the LSTM of GPT-1 Table 5
     (GPT-1's tokenizer, input transformations and auxiliary LM), else a BERT or ViT one;
     unknown: ConfigError."""
-    from zoo.models.presets import PRESETS
 
     if preset not in PRESETS:
         raise config_lib.ConfigError(f"model.preset: unknown preset {preset!r}; known: "

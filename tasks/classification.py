@@ -27,22 +27,21 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tasks.base import Task, inference_model, is_gpt, lm_targets, markdown_table, with_lm_loss
+from tasks import serving
+from tasks.base import BaseTask, is_gpt, lm_targets, markdown_table, with_lm_loss
 from zoo import metrics as metrics_lib
-from zoo import training
+from zoo import models, training
 from zoo.data import packing
-from zoo.data.readers import TASKS as READERS
+from zoo.data.benchmarks import BENCHMARKS, names
 
-SINGLE_SENTENCE = ("glue/cola", "glue/sst2")
-SIMILARITY = ("glue/mrpc", "glue/qqp", "glue/stsb")  # GPT-1 Table 4 "semantic similarity"
-# Evaluation splits with more than one file: MNLI's matched and mismatched dev and test sets.
-SPLIT_FILES = {"glue/mnli": {"dev": ("dev_matched", "dev_mismatched"),
-                             "test": ("test_matched", "test_mismatched")}}
-NAMES = ("glue/cola", "glue/sst2", "glue/mrpc", "glue/qqp", "glue/stsb", "glue/mnli",
-         "glue/qnli", "glue/rte", "glue/wnli", "snli", "scitail")
+NAMES = names("classification")  # GLUE's nine tasks, SNLI, SciTail
+# Their input forms (the records' `input_form`): one text, or a pair without an order (GPT-1
+# Table 4 "semantic similarity"); the others are entailment pairs.
+SINGLE_SENTENCE = tuple(n for n in NAMES if BENCHMARKS[n].input_form == "single")
+SIMILARITY = tuple(n for n in NAMES if BENCHMARKS[n].input_form == "similarity")
 
 
-class ClassificationTask(Task):
+class ClassificationTask(BaseTask):
     """One GLUE / SNLI / SciTail task: model, datasets, compile, evaluation.
 
     Args:
@@ -66,17 +65,19 @@ class ClassificationTask(Task):
 
     def __init__(self, name, config, check_data=True):
         super().__init__(name, config)
-        self.labels = READERS[name].labels  # None: STS-B scores
+        self.labels = BENCHMARKS[name].labels  # None: STS-B scores
         self.regression = self.labels is None
+        self.single_sentence = name in SINGLE_SENTENCE  # no sentence2
         self.gpt = is_gpt(config.model.preset)
         self.tokenizer = training.load_tokenizer(config.model, gpt=self.gpt)
         self.metric_names = metrics_lib.METRICS[name]
         self.main_metric = self.metric_names[0]
-        if name in SPLIT_FILES:
-            self.main_metric = f"{SPLIT_FILES[name]['dev'][0].split('_')[1]}_{self.main_metric}"
+        self.split_files = BENCHMARKS[name].split_files  # MNLI: matched and mismatched
+        if "dev" in self.split_files:  # "matched_accuracy": the first dev file's
+            self.main_metric = f"{self.split_files['dev'][0].split('_')[1]}_{self.main_metric}"
         if check_data:
             self.examples("train")
-            for split in SPLIT_FILES.get(name, {}).get("dev", ("dev",)):
+            for split in self.split_files.get("dev", ("dev",)):
                 self.examples(split)
 
     # --- Data ---
@@ -106,7 +107,7 @@ class ClassificationTask(Task):
         The train split is shuffled: with `repeat=True` as an endless stream whose order is
         a pure function of (train.seed, position), so `skip_batches` resumes it exactly;
         otherwise one pass, reshuffled at every iteration. Other splits keep file order, or
-        `order` (`training.length_order`).
+        `order` (`data_order.length_order`).
         """
         columns = self.examples(split, path)
         tensors = (tf.constant(columns["sentence1"]), tf.constant(columns["sentence2"]),
@@ -114,7 +115,7 @@ class ClassificationTask(Task):
         return self.batches(split, tensors, self._encode, repeat, skip_batches, batch_size,
                             order)
 
-    def _inputs(self, sentence1, sentence2, multiple=None):
+    def inputs(self, sentence1, sentence2, multiple=None):
         """Tokenize and pack a batch of raw sentences into model inputs (TF ops only), padded
         to a multiple of `data.pad_to_multiple_of` (or `multiple`) when set."""
         multiple = multiple or self.config.data.pad_to_multiple_of
@@ -138,7 +139,7 @@ class ClassificationTask(Task):
 
     def _encode(self, sentence1, sentence2, label):
         """One batch of `(inputs, labels, sample weights)` for `fit` (TF ops only)."""
-        x = self._inputs(sentence1, sentence2)
+        x = self.inputs(sentence1, sentence2)
         y = {"logits": label}
         weights = {"logits": tf.ones(tf.shape(label)[:1])}
         if self.gpt and self.config.train.lm_weight:
@@ -149,7 +150,6 @@ class ClassificationTask(Task):
 
     def build_model(self):
         """The backbone of `model.preset` / `model.init_checkpoint` with this task's head."""
-        from zoo import models
 
         model = self.config.model
         num_classes = 1 if self.regression else len(self.labels)
@@ -164,9 +164,9 @@ class ClassificationTask(Task):
             backbone, num_classes, num_sequences=2 if self.name in SIMILARITY else None,
             combine="sum", dropout=model.dropout, lm=bool(self.config.train.lm_weight))
 
-    def compile(self, model, total_steps=None, warmup_steps=None):
+    def losses_and_metrics(self, model):
         """Cross-entropy (STS-B: squared error) on the logits, + GPT-1's LM loss (section
-        3.2), accuracy (STS-B: MSE), and the AdamW optimizer with its warmup + decay."""
+        3.2), accuracy (STS-B: MSE)."""
         if self.regression:
             loss = {"logits": keras.losses.MeanSquaredError()}
             metrics = {"logits": [keras.metrics.MeanSquaredError(name="mse")]}
@@ -174,8 +174,7 @@ class ClassificationTask(Task):
             loss = {"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
             metrics = {"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
         loss, weights = with_lm_loss(model, loss, self.config.train.lm_weight)
-        self.compile_with(model, total_steps, warmup_steps, loss=loss, loss_weights=weights,
-                          metrics=metrics)
+        return dict(loss=loss, loss_weights=weights, metrics=metrics)
 
     # --- Evaluation ---
 
@@ -196,7 +195,7 @@ class ClassificationTask(Task):
         if path:
             files = {split: path}
         else:
-            files = {s: None for s in SPLIT_FILES.get(self.name, {}).get(split, (split,))}
+            files = {s: None for s in self.split_files.get(split, (split,))}
         results, predictions = {}, {}
         for name, file in files.items():
             columns = self.examples(name, file)
@@ -224,39 +223,8 @@ class ClassificationTask(Task):
     # --- Export ---
 
     def serving(self, model, run_dir=None):
-        """Serving signatures (zoo.export): `sentence1` (and `sentence2` for pairs) in;
-        `probabilities` [batch, classes] and `label` [batch] (the label names of the data)
-        out, or `score` [batch] for STS-B. `serving_ids` takes the packed token ids instead.
-        """
-        from zoo import export
-
-        inference = inference_model(model)
-        outputs = ("score",) if self.regression else ("probabilities", "label")
-        names = tf.constant(self.labels or [""])
-
-        def answer(x):
-            logits = tf.cast(inference(x, training=False)["logits"], tf.float32)
-            if self.regression:
-                return {"score": logits[:, 0]}
-            probabilities = tf.nn.softmax(logits, axis=-1)
-            return {"probabilities": probabilities,
-                    "label": tf.gather(names, tf.argmax(probabilities, axis=-1))}
-
-        def raw(sentence1, sentence2=None):
-            # Always dynamic padding: a served batch is padded to its longest sequence.
-            return answer(self._inputs(sentence1, sentence2, multiple=(
-                self.config.data.pad_to_multiple_of or export.PAD_TO_MULTIPLE_OF)))
-
-        inputs = {"sentence1": export.text("sentence1")}
-        if self.name not in SINGLE_SENTENCE:
-            inputs["sentence2"] = export.text("sentence2")
-        return {
-            export.DEFAULT: export.Signature(inputs, raw, outputs, "raw sentences in, "
-                                             + " and ".join(outputs) + " out"),
-            export.IDS: export.Signature(export.model_inputs(inference), lambda **x: answer(x),
-                                         outputs, "packed token ids in, "
-                                         + " and ".join(outputs) + " out"),
-        }
+        """Serving signatures (zoo.export): `tasks.serving.classification.signatures`."""
+        return serving.classification.signatures(self, model, run_dir)
 
     def describe(self, predictions, limit):
         """A markdown table of the first dev examples with gold and predicted labels."""

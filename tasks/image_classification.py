@@ -28,13 +28,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tasks.base import Task, markdown_table
+from tasks import data_order, serving
+from tasks.base import BaseTask, markdown_table
 from zoo import config as config_lib
-from zoo import files, training
+from zoo import files, models, training
 from zoo.data import DataError, prefetched, read_examples
-from zoo.data.images import decode_image, load_image
+from zoo.data.images import load_image
 from zoo.metrics import images as image_metrics
 from zoo.metrics import write_predictions as write_tsv
+from zoo.models.presets import PRESETS
 
 logger = logging.getLogger("zoo.data")
 
@@ -43,7 +45,7 @@ SPLIT_FOLDERS = {"train": ("train",), "dev": ("dev", "val", "validation", "test"
                  "test": ("test",)}
 
 
-class ImageClassificationTask(Task):
+class ImageClassificationTask(BaseTask):
     """Image classification (`image_folder`): a ViT with a linear head on the class token.
 
     Args:
@@ -110,8 +112,6 @@ class ImageClassificationTask(Task):
 
     def _size(self):
         if self.image_size is None:
-            from zoo.models.presets import PRESETS
-
             self.image_size = self.config.model.backbone.get(
                 "image_size", PRESETS[self.config.model.preset][1].get("image_size"))
         return self.image_size
@@ -128,8 +128,8 @@ class ImageClassificationTask(Task):
         batch_size = batch_size or self.config.train.batch_size
         paths = tf.constant(columns["path"], tf.string)
         labels = tf.constant(columns["label"], tf.int32)
-        indices = training.example_order(n, split, self.config.train.seed, batch_size,
-                                         repeat, skip_batches)
+        indices = data_order.example_order(n, split, self.config.train.seed, batch_size,
+                                           repeat, skip_batches)
         size = self._size()
 
         def load(i):
@@ -144,7 +144,6 @@ class ImageClassificationTask(Task):
 
     def build_model(self):
         """The ViT of `model.preset` / `model.init_checkpoint` with a zero-initialised head."""
-        from zoo import models
 
         # The head reads the class token directly (eq. 4): the pre-logits pooler is unused.
         backbone = training.load_backbone(self.config.model, None, pooler=False)
@@ -154,52 +153,17 @@ class ImageClassificationTask(Task):
         self.image_size = backbone.image_size
         return models.ViTClassifier(backbone, len(self.labels), logits_only=True)
 
-    def compile(self, model, total_steps=None, warmup_steps=None):
-        """Cross-entropy on the logits, accuracy, and the optimizer of `train`."""
-        self.compile_with(
-            model, total_steps, warmup_steps,
+    def losses_and_metrics(self, model):
+        """Cross-entropy on the logits, and accuracy."""
+        return dict(
             loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
             metrics={"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]})
 
     # --- Serving ---
 
     def serving(self, model, run_dir=None):
-        """Serving signatures (zoo.export).
-
-        `serving_default`: `image_bytes` [batch] string (JPEG, PNG, GIF or BMP file contents)
-        in, decoded, resized and normalised by the training pipeline's own ops
-        (`zoo.data.images.decode_image`); `probabilities` [batch, classes] float32 and `label`
-        [batch] string (the class folder names) out. Bytes that do not decode (corrupt, not
-        an image, empty) fail the request with an InvalidArgumentError; a batch of 0 gives
-        [0, classes] and [0]. `serving_ids`: `pixels` [batch, H, W, 3] float32, already
-        normalised to the model's range ([-1, 1] for ViT), in; the same outputs.
-        """
-        from zoo import export
-
-        size = model.input["images"].shape[1]
-        names = tf.constant(list(self.labels))
-
-        def answer(pixels):
-            logits = tf.cast(model({"images": pixels}, training=False)["logits"], tf.float32)
-            probabilities = tf.nn.softmax(logits, axis=-1)
-            return {"probabilities": probabilities,
-                    "label": tf.gather(names, tf.argmax(probabilities, axis=-1))}
-
-        def raw(image_bytes):
-            # Images differ in size until resized: decode them one by one.
-            pixels = tf.map_fn(lambda contents: decode_image(contents, size), image_bytes,
-                               fn_output_signature=tf.TensorSpec([size, size, 3], tf.float32))
-            return answer(pixels)
-
-        outputs = ("probabilities", "label")
-        pixels = tf.TensorSpec([None, size, size, 3], tf.float32, name="pixels")
-        return {
-            export.DEFAULT: export.Signature({"image_bytes": export.text("image_bytes")}, raw,
-                                             outputs, "encoded images (JPEG, PNG) in, "
-                                             "probabilities and label out"),
-            export.IDS: export.Signature({"pixels": pixels}, answer, outputs,
-                                         "normalised pixels in, probabilities and label out"),
-        }
+        """Serving signatures (zoo.export): `tasks.serving.image_classification.signatures`."""
+        return serving.image_classification.signatures(self, model, run_dir)
 
     # --- Evaluation ---
 

@@ -22,7 +22,7 @@ import numpy as np
 
 import tasks
 from zoo import config as config_lib
-from zoo import export, files, training
+from zoo import convert, export, files, training
 from zoo.files import write_text
 
 
@@ -142,7 +142,7 @@ def evaluate_run(run_dir, split="dev", data=None, checkpoint="best"):
     metrics, predictions = task.evaluate(model, split, path=data, return_predictions=True)
     for name, entry in predictions.items():
         task.write_predictions(os.path.join(run_dir, "predictions"), name, entry)
-    if hasattr(task, "save_extras") and metrics:
+    if metrics:
         task.save_extras(run_dir, metrics)
     return metrics
 
@@ -167,7 +167,7 @@ def export_run(run_dir, base, version=None, checkpoint="best", progress=print,
             under mixed_bfloat16 (so also a run trained under it) is exported with its dense
             and embedding weights in bfloat16 (`export.with_bfloat16_weights`: the same
             answers).
-        quantize: "int8" serves every Dense layer in int8 (`zoo.int8`); None: as trained.
+        quantize: "int8" serves every Dense layer in int8 (`zoo.export.int8`); None: as trained.
 
     Example:
         >>> export_run("runs/mrpc", "exports/mrpc")  # doctest: +SKIP
@@ -193,11 +193,9 @@ def convert_run(run_dir, path, checkpoint="best", progress=False):
         checkpoint: "best" (falling back to "final") or "final".
         progress: show a progress bar over the tensors.
     """
-    from zoo import convert
 
     _, task, model = load_task(run_dir, checkpoint)
     labels = getattr(task, "labels", None)
     convert.to_huggingface(model, path, progress=progress,
                            labels=None if labels is None else list(labels),
-                           tokenizer=getattr(task, "tokenizer", None))
-
+                           tokenizer=task.tokenizer)

@@ -28,9 +28,9 @@ t = best_f1_thresh ("" when s_null - s_best > t), so τ = -t and a span is predi
 s_best >= s_null + τ (the official search counts a tie as answered). Predictions files are
 written at τ = 0, as run_squad.py writes them with its default threshold.
 
-Serving (`zoo export`, `SpanQATask.serving`) does the same in the SavedModel graph: the windows
-of `zoo.data.squad.squad_windows_graph`, the post-processing of `best_spans_graph` (both tested
-equal to their Python versions) and the run's τ.
+Serving (`zoo export`, `tasks.serving.span_qa`) does the same in the SavedModel graph: the
+windows of `zoo.data.squad.squad_windows_graph`, the post-processing of `best_spans_graph`
+(both tested equal to their Python versions) and the run's τ.
 """
 
 import json
@@ -40,23 +40,25 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tasks.base import Task, markdown_table
+from tasks import data_order, serving
+from tasks.base import BaseTask, markdown_table
 from tasks.spans import best_spans, best_spans_graph, logits_at_full_length
 from zoo import config as config_lib
-from zoo import files, training
+from zoo import files, models, training
 from zoo.data import DataError, packing
-from zoo.data.squad import squad_windows, squad_windows_graph
+from zoo.data.benchmarks import names
+from zoo.data.squad import squad_windows
 from zoo.files import write_text
 from zoo.metrics import squad as squad_metrics
+from zoo.models.presets import PRESETS
 
-NAMES = ("squad_v1", "squad_v2")
+NAMES = names("span_qa")  # squad_v1, squad_v2
 MODEL_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 LABELS = ("start_positions", "end_positions")
 THRESHOLD_FILE = "null_threshold.json"
-CHUNK = 32  # windows per model call in serving
 
 
-class SpanQATask(Task):
+class SpanQATask(BaseTask):
     """SQuAD v1.1 (`squad_v1`) or v2.0 (`squad_v2`): windows, BERT span head, official scores.
 
     Args:
@@ -77,10 +79,9 @@ class SpanQATask(Task):
     """
 
     bilstm_head = True  # model.bilstm: BERT Table 5 "LTR & No NSP + BiLSTM"
+    model_inputs = MODEL_INPUTS  # what a window feeds the model, in training and serving
 
     def __init__(self, name, config, check_data=True):
-        from zoo.models.presets import PRESETS
-
         super().__init__(name, config)
         self.version = 2 if name == "squad_v2" else 1
         preset = config.model.preset
@@ -134,7 +135,7 @@ class SpanQATask(Task):
         train split is shuffled: with `repeat=True` as an endless stream whose order is a
         pure function of (train.seed, position), so `skip_batches` resumes it exactly;
         otherwise one pass, reshuffled at every iteration. Other splits keep window order,
-        or `order` (`training.length_order`, undone by `predict`).
+        or `order` (`data_order.length_order`, undone by `predict`).
         """
         windows = self.windows(split, path)
         tensors = [tf.constant(windows[key]) for key in MODEL_INPUTS + LABELS]
@@ -151,7 +152,6 @@ class SpanQATask(Task):
 
     def build_model(self):
         """The BERT backbone of `model.preset` / `model.init_checkpoint` with S and E."""
-        from zoo import models
 
         # S and E read the token vectors only: no pooler (transformers' BertForQuestionAnswering
         # has none either), so no weight goes without a gradient.
@@ -159,14 +159,13 @@ class SpanQATask(Task):
         lstm_units = self.config.model.lstm_units if self.config.model.bilstm else None
         return models.BertSpanQA(backbone, lstm_units=lstm_units)
 
-    def compile(self, model, total_steps=None, warmup_steps=None):
-        """Mean of the start and end cross-entropies (run_squad.py), AdamW + schedule."""
+    def losses_and_metrics(self, model):
+        """Mean of the start and end cross-entropies (run_squad.py), and their accuracies."""
         losses = {key: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
                   for key in LABELS}
         metrics = {key: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
                    for key in LABELS}
-        self.compile_with(model, total_steps, warmup_steps, loss=losses,
-                          loss_weights={k: 0.5 for k in LABELS}, metrics=metrics)
+        return dict(loss=losses, loss_weights={k: 0.5 for k in LABELS}, metrics=metrics)
 
     # --- Evaluation ---
 
@@ -174,7 +173,7 @@ class SpanQATask(Task):
         """{id: (answer text, s_best, s_null)} for the questions of a split or file."""
         examples, windows = self.examples(split, path), self.windows(split, path)
         data = self.config.data
-        order = training.length_order(self, split, path)
+        order = data_order.length_order(self, split, path)
         starts, ends = [], []
         # Batch by batch: with dynamic padding the batches differ in length, and the logits
         # of the cut positions are -inf (no logit; `logits_at_full_length`).
@@ -186,8 +185,8 @@ class SpanQATask(Task):
             starts.append(start)
             ends.append(end)
         length = data.sequence_length
-        starts = training.in_file_order(np.concatenate(starts or [np.zeros((0, length))]), order)
-        ends = training.in_file_order(np.concatenate(ends or [np.zeros((0, length))]), order)
+        starts = data_order.in_file_order(np.concatenate(starts or [np.zeros((0, length))]), order)
+        ends = data_order.in_file_order(np.concatenate(ends or [np.zeros((0, length))]), order)
         spans = best_spans(windows, [e["context"] for e in examples], starts, ends,
                            data.n_best_size, data.max_answer_length)
         return {e["id"]: span for e, span in zip(examples, spans)}
@@ -256,111 +255,8 @@ class SpanQATask(Task):
             return float(json.load(file)["tau"])
 
     def serving(self, model, run_dir=None):
-        """Serving signatures (zoo.export): raw question and context in, the answer out.
-
-        `serving_default`: inputs `question`, `context` [batch] string; outputs `answer`
-        [batch] string, `start_char`, `end_char` [batch] int64, `score` [batch] float32. The
-        context is cut into the training windows (`data.sequence_length`, `data.doc_stride`,
-        `data.max_query_length`) in the graph; the answer is `best_spans`' (n_best_size,
-        max_answer_length, max-context rule, stable tie order): the span of the highest
-        start + end logit sum `score` (s_best), `answer` = context[start_char:end_char] in
-        Unicode code points (the tokenizer's offsets and SQuAD's answer_start). SQuAD 2.0: no
-        answer unless s_best >= s_null + τ (s_null: the smallest [CLS] score over the
-        windows; float64 comparison, as the Python pipeline's), τ read at export from
-        `run_dir/null_threshold.json` (0.0 when that file is missing, e.g. a run never
-        evaluated on dev). "No answer" is `answer` "", `start_char` = `end_char` = -1 and
-        `score` s_best (0.0 when no span qualifies at all).
-
-        Bad input: a context without tokens (empty, or only whitespace or control
-        characters) has no window: no answer, `score` 0.0 (training refuses such a context;
-        serving answers); so does a question that leaves no room for context (possible only
-        when sequence_length - max_query_length - 3 < 1). An empty question packs as
-        [CLS] [SEP] context [SEP]. A context of any length is cut into as many windows as it
-        needs, run through the model CHUNK windows at a time (a 100,000-character context
-        works; time grows with its length). Invalid UTF-8 bytes are read as U+FFFD, as the
-        tokenizer reads them, one character each: the answer is then a substring of the
-        context with those bytes replaced by U+FFFD, and the offsets count that text's
-        characters. A batch of 0 gives empty outputs.
-
-        With `data.pad_to_multiple_of` set, each chunk of windows is cut to its longest
-        window rounded up to it, as `predict` cuts its batches (`logits_at_full_length`), so
-        the served answers stay those of `evaluate`.
-
-        `serving_ids`: `token_ids`, `segment_ids`, `padding_mask` [batch, sequence_length] of
-        packed windows in; `start_logits`, `end_logits` [batch, sequence_length] float32 out
-        (the model's logits at every position, whatever `data.pad_to_multiple_of`).
-        """
-        from zoo import export
-
-        data, tok = self.config.data, self.tokenizer
-        tau = self.null_threshold(run_dir)
-        version = self.version
-
-        def logits(x, multiple=0):
-            # Dynamic padding as in `predict` (data.pad_to_multiple_of), so serving answers
-            # as `evaluate` does; padding gets -inf there.
-            x = packing.trim_padding(x, multiple)
-            return logits_at_full_length(model(x, training=False), data.sequence_length,
-                                         x["padding_mask"] if multiple else None)
-
-        def chunked_logits(x):
-            # A long context has hundreds of windows: run them CHUNK at a time, so memory
-            # stays that of one batch of CHUNK windows (padding the last chunk).
-            total = tf.shape(x["token_ids"])[0]
-            chunks = (total + CHUNK - 1) // CHUNK
-            pad = chunks * CHUNK - total
-            length = data.sequence_length
-            x = {key: tf.reshape(tf.pad(value, [[0, pad], [0, 0]]), [chunks, CHUNK, length])
-                 for key, value in x.items()}
-            # Static output shapes: a batch without windows maps over no chunk at all.
-            spec = tf.TensorSpec([CHUNK, length], tf.float32)
-            start, end = tf.map_fn(lambda chunk: logits(chunk, data.pad_to_multiple_of), x,
-                                   fn_output_signature=(spec, spec))
-            return tuple(tf.reshape(t, [chunks * CHUNK, length])[:total] for t in (start, end))
-
-        def raw(question, context):
-            # One decode for the tokenizer and the answer text: both see the same code points
-            # (invalid bytes -> U+FFFD).
-            chars = tf.strings.unicode_decode(context, "UTF-8", errors="replace")
-            context = tf.strings.unicode_encode(chars, "UTF-8")
-            question_ids = tok(question)
-            context_ids, starts, ends = tok.tokenize_with_offsets(context)
-            windows = squad_windows_graph(
-                question_ids, context_ids, starts, ends, data.sequence_length,
-                data.doc_stride, data.max_query_length, tok.cls_token_id, tok.sep_token_id,
-                tok.pad_token_id)
-            start, end = chunked_logits({key: windows[key] for key in MODEL_INPUTS})
-            span = best_spans_graph(windows, start, end, tf.shape(context)[0],
-                                    data.n_best_size, data.max_answer_length)
-            found = span["found"]
-            if version == 2:
-                found &= (tf.cast(span["score"], tf.float64)
-                          >= tf.cast(span["null"], tf.float64) + tau)
-            first = tf.where(found, span["start_char"], -1)
-            last = tf.where(found, span["end_char"], -1)
-            text = tf.gather(chars.flat_values,
-                             tf.ragged.range(tf.maximum(first, 0), tf.maximum(last, 0))
-                             + chars.row_splits[:-1, None])
-            answer = tf.strings.unicode_encode(
-                tf.RaggedTensor.from_row_splits(text.flat_values, text.row_splits), "UTF-8")
-            return {"answer": answer, "start_char": first, "end_char": last,
-                    "score": span["score"]}
-
-        def ids(token_ids, segment_ids, padding_mask):
-            start, end = logits({"token_ids": token_ids, "segment_ids": segment_ids,
-                                 "padding_mask": padding_mask})
-            return {"start_logits": start, "end_logits": end}
-
-        inputs = {"question": export.text("question"), "context": export.text("context")}
-        outputs = ("answer", "start_char", "end_char", "score")
-        return {
-            export.DEFAULT: export.Signature(
-                inputs, raw, outputs, "question and context in; the answer (a substring of "
-                "the context, \"\" for none), its character span (-1 for none) and score out"),
-            export.IDS: export.Signature(
-                export.model_inputs(model), ids, ("start_logits", "end_logits"),
-                "packed window token ids in, start and end logits out"),
-        }
+        """Serving signatures (zoo.export): `tasks.serving.span_qa.signatures`."""
+        return serving.span_qa.signatures(self, model, run_dir)
 
     def describe(self, predictions, limit):
         """A markdown table of the first dev questions with gold and predicted answers."""

@@ -23,18 +23,17 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tasks.base import Task, markdown_table
-from zoo import training
+from tasks import data_order, serving
+from tasks.base import BaseTask, markdown_table
+from zoo import models, training
 from zoo.data import packing
+from zoo.data.benchmarks import BENCHMARKS
 from zoo.data.ner import align_tokens
 from zoo.data.readers import CONLL_TAGS
 from zoo.metrics import conll
 
-# The contract's "dev" is CoNLL-2003's valid file.
-SPLITS = {"train": "train", "dev": "valid", "valid": "valid", "test": "test"}
 
-
-class TaggingTask(Task):
+class TaggingTask(BaseTask):
     """CoNLL-2003 NER: model, datasets, compile, entity-level evaluation.
 
     Args:
@@ -51,8 +50,6 @@ class TaggingTask(Task):
         >>> task.evaluate(model, "dev")["f1"]  # doctest: +SKIP
         91.2
     """
-
-    splits = SPLITS
 
     def __init__(self, name, config, check_data=True):
         super().__init__(name, config)
@@ -84,7 +81,7 @@ class TaggingTask(Task):
         the batch's longest sentence rounded up to it. The train split is shuffled: with
         `repeat=True` as an endless stream whose order is a pure function of (train.seed,
         position), so `skip_batches` resumes it exactly; otherwise one pass, reshuffled at
-        every iteration. Other splits keep file order, or `order` (`training.length_order`).
+        every iteration. Other splits keep file order, or `order` (`data_order.length_order`).
         """
         columns = self.examples(split, path)
         index = {tag: i for i, tag in enumerate(self.labels)}
@@ -113,7 +110,6 @@ class TaggingTask(Task):
 
     def build_model(self):
         """BertTokenClassifier (model.features null) or the feature-based BertFeatureTagger."""
-        from zoo import models
 
         features = self.config.model.features
         if features is None:
@@ -126,13 +122,12 @@ class TaggingTask(Task):
                                         lstm_units=self.config.model.lstm_units,
                                         dropout=self.config.model.dropout)
 
-    def compile(self, model, total_steps=None, warmup_steps=None):
-        """Cross-entropy averaged over words (first sub-tokens), word accuracy, the optimizer."""
+    def losses_and_metrics(self, model):
+        """Cross-entropy averaged over words (first sub-tokens), and word accuracy."""
         losses = {"logits": keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, reduction="mean_with_sample_weight")}
         metrics = {"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
-        self.compile_with(model, total_steps, warmup_steps, loss=losses,
-                          weighted_metrics=metrics)
+        return dict(loss=losses, weighted_metrics=metrics)
 
     # --- Evaluation ---
 
@@ -141,7 +136,7 @@ class TaggingTask(Task):
         columns = self.examples(split, path)
         predicted = [["O"] * len(words) for words in columns["words"]]
         covered = [np.zeros(len(words), bool) for words in columns["words"]]
-        order = training.length_order(self, split, path)
+        order = data_order.length_order(self, split, path)
         sentences = iter(range(len(predicted)) if order is None else order)
         for x, _, _ in self.dataset(split, path, with_word_ids=True, order=order):
             word_ids = x.pop("word_ids").numpy()
@@ -171,8 +166,9 @@ class TaggingTask(Task):
         predicted, unpredicted = self.predict(model, split, path)
         results = {**conll.entity_scores(columns["tags"], predicted),
                    "words_unpredicted": unpredicted}
-        return (results, {SPLITS.get(split, split): (columns, predicted)}) if return_predictions \
-            else results
+        # Predictions files are named by the split's file: "dev" is CoNLL-2003's valid.
+        name = (BENCHMARKS[self.name].splits or {}).get(split, split)
+        return (results, {name: (columns, predicted)}) if return_predictions else results
 
     def write_predictions(self, directory, name, predictions):
         """`directory/<name>.txt` in the conlleval input format: the gold file's lines with the
@@ -192,77 +188,8 @@ class TaggingTask(Task):
     # --- Export ---
 
     def serving(self, model, run_dir=None):
-        """Serving signatures (zoo.export): raw sentences in, words and their tags out.
-
-        `serving_default`: `text` [batch] string, one sentence of whitespace-separated words
-        (split on runs of ASCII whitespace: space, tab, newline, CR, VT, FF; other Unicode
-        spaces stay inside a word, which a CoNLL word never holds) -> `words` and `tags`
-        [batch, max_words] string, padded with "". The tags are the training data's names in
-        IOB2 (as `evaluate` predicts and scores them), read at each word's first sub-token
-        exactly as `predict` does: a word with no token (it tokenizes to nothing, e.g. a lone
-        control character or soft hyphen, or `data.sequence_length` cuts it off; there is no
-        windowing, as in training) is tagged "O".
-
-        Defined outputs for odd input: an empty or all-whitespace text has no words (its row
-        is all ""; a batch of only such texts gives [batch, 0]); a batch of 0 gives [0, 0];
-        invalid UTF-8 bytes become U+FFFD before splitting (the tokenizer reads them so too),
-        so `words` are always valid UTF-8; a very long text (100,000 characters) gets tags for
-        the words that fit in the sequence and "O" after them.
-
-        `serving_ids`: `token_ids`, `segment_ids`, `padding_mask` [batch, sequence] int32 (as
-        `zoo.data.ner.align_tokens` packs them) -> `probabilities` [batch, sequence, tags]
-        float32 and `tags` [batch, sequence] string, the argmax at every position.
-        """
-        from zoo import export
-
-        names = tf.constant(self.labels)
-        outside = self.labels.index("O")
-        length = self.config.data.sequence_length
-
-        def per_token(x):
-            logits = tf.cast(model(x, training=False)["logits"], tf.float32)
-            return tf.nn.softmax(logits, axis=-1)
-
-        def raw(text):
-            text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace",
-                                                replacement_char=0xFFFD)
-            words = tf.strings.split(text)  # (batch, words), row_splits int64
-            # Dynamic padding: the tags of real tokens do not depend on the padding.
-            aligned = packing.trim_padding(align_tokens(words, self.tokenizer, length),
-                                           self.config.data.pad_to_multiple_of
-                                           or export.PAD_TO_MULTIPLE_OF)
-            probabilities = per_token({key: aligned[key] for key in
-                                       ("token_ids", "segment_ids", "padding_mask")})
-            token_tags = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
-            # A word's tag is read where `predict` reads it: the first position of each run of
-            # one word id inside the padding mask.
-            word_ids = aligned["word_ids"]
-            starts = tf.concat([tf.ones_like(word_ids[:, :1], tf.bool),
-                                word_ids[:, 1:] != word_ids[:, :-1]], axis=1)
-            first = (aligned["padding_mask"] > 0) & starts & (word_ids >= 0)
-            where = tf.where(first)  # (n, 2) [row, position]
-            target = tf.stack([where[:, 0], tf.cast(tf.gather_nd(word_ids, where), tf.int64)],
-                              axis=1)
-            padded = words.to_tensor("")
-            shape = tf.shape(padded, out_type=tf.int64)
-            tag_ids = tf.tensor_scatter_nd_update(tf.fill(shape, outside), target,
-                                                  tf.gather_nd(token_tags, where))
-            real = tf.sequence_mask(words.row_lengths(), shape[1])
-            return {"words": padded, "tags": tf.where(real, tf.gather(names, tag_ids), "")}
-
-        def ids(**x):
-            probabilities = per_token(x)
-            return {"probabilities": probabilities,
-                    "tags": tf.gather(names, tf.argmax(probabilities, axis=-1))}
-
-        return {
-            export.DEFAULT: export.Signature(
-                {"text": export.text("text")}, raw, ("words", "tags"),
-                "whitespace-separated words in, words and their IOB2 tags out"),
-            export.IDS: export.Signature(
-                export.model_inputs(model), ids, ("probabilities", "tags"),
-                "packed token ids in, per-token tag probabilities and tags out"),
-        }
+        """Serving signatures (zoo.export): `tasks.serving.tagging.signatures`."""
+        return serving.tagging.signatures(self, model, run_dir)
 
     def describe(self, predictions, limit):
         """A markdown table of the first sentences: words, gold and predicted tags."""

@@ -549,7 +549,7 @@ def test_default_activations_match_the_references():
     import transformers
     from transformers.models.openai import modeling_openai
 
-    from zoo.layers.transformer import _activation
+    from zoo.layers.transformer import activation_function
 
     x = np.linspace(-6, 6, 401).astype("float32")
     gpt_default = inspect.signature(zoo.models.GPTBackbone).parameters["activation"].default
@@ -558,5 +558,5 @@ def test_default_activations_match_the_references():
     hf_bert = transformers.activations.ACT2FN[transformers.BertConfig().hidden_act]
     for ours, theirs in ((gpt_default, hf_gpt), (bert_default, hf_bert)):
         expected = theirs(torch.tensor(x)).numpy()
-        got = keras.ops.convert_to_numpy(_activation(ours)(x))
+        got = keras.ops.convert_to_numpy(activation_function(ours)(x))
         np.testing.assert_allclose(got, expected, atol=1e-6)

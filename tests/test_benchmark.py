@@ -94,11 +94,11 @@ def test_zoo_bfloat16_contenders_compute_what_mixed_bfloat16_computes(tmp_path, 
 
     monkeypatch.chdir(REPO)  # the workers import tools.benchmark.workers from here
     root = str(tmp_path)
-    weights._prepare_weights(root, ["bert"], [2], 16, tiny=True)
+    weights.prepare_weights(root, ["bert"], [2], 16, tiny=True)
     # ONNX Runtime has no bfloat16 contender here: its worker is not started.
-    results = workers._time_family(root, "bert", "forward", [2], 16, ["tensorflow"], True,
-                                   1, lambda _: None,
-                                   libraries=("zoo", "keras-hub", "transformers"))
+    results = workers.time_family(root, "bert", "forward", [2], 16, ["tensorflow"], True,
+                                  1, lambda _: None,
+                                  libraries=("zoo", "keras-hub", "transformers"))
     diffs = {key: diff for key, (_, diff) in results.items()}
     modes = ("graph", "xla")
     assert {name for label, name in diffs if label == "zoo tensorflow"} == {

@@ -626,12 +626,12 @@ def test_older_checkpoint_layouts_are_read(cases, tmp_path):
 
 def test_unset_variables_are_listed(cases):
     from zoo.convert.core import SafetensorsSource, load_weights
-    from zoo.convert.huggingface import _bert_ports
+    from zoo.convert.huggingface import bert_ports
 
     model = zoo.models.BertBackbone(vocabulary_size=97, num_layers=2, num_heads=3,
                                     hidden_dim=36, intermediate_dim=50,
                                     max_sequence_length=23, num_segments=3)
-    ports = [p for p in _bert_ports(model, "") if not p.key.startswith("pooler.")]
+    ports = [p for p in bert_ports(model, "") if not p.key.startswith("pooler.")]
     source = SafetensorsSource([cases / "bert" / "hf" / "model.safetensors"])
     with pytest.raises(ConversionError, match="not set by the weight map: pooler/kernel, "
                                               "pooler/bias"):

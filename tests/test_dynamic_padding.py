@@ -13,9 +13,9 @@ import os
 import numpy as np
 import pytest
 
+from tasks import data_order
 from tests.test_training import TINY
 from zoo import config as config_lib
-from zoo import training
 from zoo.data.samples import LAYOUT
 
 MULTIPLE = 8
@@ -89,8 +89,8 @@ def test_cut_batches_keep_every_label_and_the_predictions(sample_data, case):
             full_weights.append(float(np.sum(batch[2]["logits"])))
     assert sum(weights) == sum(full_weights)  # every word's first token is still labelled
     # The evaluation order: a permutation, by ascending real length.
-    order = training.length_order(cut, split)
-    assert training.length_order(full, split) is None
+    order = data_order.length_order(cut, split)
+    assert data_order.length_order(full, split) is None
     assert sorted(order.tolist()) == list(range(len(order)))
     lengths = np.concatenate(lengths)
     assert (np.diff(lengths[order]) >= 0).all() and (np.diff(lengths) < 0).any()

@@ -389,7 +389,7 @@ def test_the_demo_ends_with_an_export_and_a_prediction(mrpc_export, tmp_path, ca
 
 def test_an_int8_export_answers_like_the_float32_one_and_stores_int8_kernels(
         mrpc_export, mrpc_served, tmp_path, capsys):
-    """`zoo export --quantize int8` (zoo.int8): every Dense layer served in int8; the dev
+    """`zoo export --quantize int8` (zoo.export.int8): every Dense layer served in int8; the dev
     answers stay within a quantization step of the float32 export's, accuracy within a point,
     the bad inputs get the same kinds of answers, and the SavedModel holds the int8 kernels
     and not the float32 ones. With another --mixed-precision it is refused."""
@@ -475,17 +475,18 @@ def _size(directory):
     ("gelu", "GeluExact"), ("zoo gelu", "GeluExact"), ("zoo gelu_approximate", "GeluApproximate"),
     ("softmax", False)])
 def test_an_int8_dense_computes_its_activation_in_the_fused_kernel(activation, fused):
-    """zoo.int8: the product, scales, bias and activation in one `_QuantizedMatMul` whose
+    """zoo.export.int8: the product, scales, bias and activation in one `_QuantizedMatMul` whose
     fused_ops name the layer's activation (exact vs tanh GELU differ by less than the int8
     error, so the graph is read); an activation it cannot fuse runs after it in float32.
     Outputs within int8 error of the float32 layer's, in a graph and eagerly."""
     import keras
     import tensorflow as tf
 
-    from zoo import int8
-    from zoo.layers.transformer import _activation
+    from zoo.export import int8
+    from zoo.layers.transformer import activation_function
 
-    function = _activation(activation.split()[1]) if activation.startswith("zoo") else activation
+    function = (activation_function(activation.split()[1]) if activation.startswith("zoo")
+                else activation)
     model = keras.Sequential([keras.Input((48,)), keras.layers.Dense(32, activation=function)])
     rng = np.random.default_rng(0)
     kernel, bias = rng.normal(0, 0.3, (48, 32)), rng.normal(0, 0.3, 32)

@@ -131,7 +131,7 @@ def test_export_equals_the_python_pipeline(sample_data, tmp_path, task_name, sty
     np.testing.assert_allclose(results[8]["probabilities"], probabilities[:3], atol=1e-6)
     assert results[8]["choice"][clear[:3]].tolist() == np.array(predicted[:3])[clear[:3]].tolist()
 
-    # The int8 export (zoo.int8): probabilities within 0.02 of float32's, the same choice
+    # The int8 export (zoo.export.int8): probabilities within 0.02 of float32's, the same choice
     # wherever float32's best two are 0.01 apart, the same answers to the bad inputs.
     int8_dev, *int8_bad = results[9:]
     assert 0 < np.abs(int8_dev["probabilities"] - served["probabilities"]).max() < 0.02
@@ -148,13 +148,14 @@ def test_export_equals_the_python_pipeline(sample_data, tmp_path, task_name, sty
 def test_bert_sentence_b_in_the_graph_equals_python(sample_data):
     import tensorflow as tf
 
-    from tasks.multiple_choice import _sentence_b, _sentence_b_graph
+    from tasks.multiple_choice import _sentence_b
+    from tasks.serving.multiple_choice import sentence_b_graph
 
     pairs = [(e["question"], c) for e in read_examples("race", sample_data["root"] / LAYOUT[
         "race"][DEV["race"]]) for c in e["choices"]]
     pairs += [("", "alone"), ("_ and _", "x"), ("ends in _", ""), ("_", "y")]
     assert any("_" in q for q, _ in pairs) and any(q and "_" not in q for q, _ in pairs)
-    got = _sentence_b_graph(tf.constant([q for q, _ in pairs]), tf.constant([c for _, c in pairs]))
+    got = sentence_b_graph(tf.constant([q for q, _ in pairs]), tf.constant([c for _, c in pairs]))
     assert [s.decode() for s in got.numpy()] == [_sentence_b(q, c) for q, c in pairs]
 
 
@@ -172,14 +173,16 @@ def test_serving_packing_equals_the_datasets(sample_data, task_name, style):
     for token, in every task and style (no training: the model part is the one above)."""
     import tensorflow as tf
 
+    from tasks.serving.multiple_choice import packed_inputs
     from tests.test_multiple_choice import _task
 
     task = _task(sample_data, task_name, style, LENGTH[task_name, style])
     columns = task.examples("dev")
     batches = [x for x, *_ in task.dataset("dev")]
     # Traced on unknown shapes, as in the export.
-    pack = tf.function(task.serving_inputs, input_signature=[
-        tf.TensorSpec([None], tf.string), tf.TensorSpec([None, None], tf.string)])
+    pack = tf.function(lambda context, choices: packed_inputs(task, context, choices),
+                       input_signature=[tf.TensorSpec([None], tf.string),
+                                        tf.TensorSpec([None, None], tf.string)])
     packed = pack(tf.constant(client_inputs(task_name, columns)),
                   tf.constant(columns["choices"]))
     n = len(columns["choices"][0])

@@ -16,9 +16,9 @@ import pytest
 from sklearn.metrics import accuracy_score, matthews_corrcoef
 
 import tasks
+from tasks import zero_shot
 from tools.main import main as cli
 from zoo import config as config_lib
-from zoo import zero_shot
 from zoo.data import read_examples
 from zoo.data.samples import LAYOUT
 

@@ -1,4 +1,6 @@
-"""The house rules of the tree: imports run tools/ -> tasks/ -> zoo/, and files stay small.
+"""The house rules of the tree: imports run tools/ -> tasks/ -> zoo/, files stay small, a
+module uses only the public names of another, modules import each other without a cycle,
+and an import inside a function says why it is there.
 
 Every import of every module is read with `ast`, including the ones inside functions (a lazy
 import is still a dependency), and relative imports are resolved against the module's
@@ -81,3 +83,193 @@ def test_no_library_task_or_tool_file_is_over_500_lines():
         if count > MAX_LINES:
             long.append(f"{path}: {count} lines")
     assert not long, f"files over {MAX_LINES} lines (split them by concern):\n" + "\n".join(long)
+
+
+# === Public names, no cycles, imports at the top ===
+
+
+def _module_name(path):
+    """"zoo/data/__init__.py" -> "zoo.data"; "zoo/files.py" -> "zoo.files"."""
+    parts = path[:-3].split(os.sep)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _project_imports(path, modules):
+    """(line, imported module, names, node, inside a function) of each import of a project
+    module in `path`. `from a import b` imports the module a.b when there is one, else a."""
+    with open(os.path.join(REPO, path), encoding="utf-8") as file:
+        tree = ast.parse(file.read(), path)
+    package = _module_name(path).split(".")
+    if not path.endswith("__init__.py"):
+        package = package[:-1]
+    inside = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inside.update(id(sub) for sub in ast.walk(node))
+    for node in ast.walk(tree):
+        nested = id(node) in inside
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in LAYERS:
+                    yield node.lineno, alias.name, [], node, nested
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module
+            if source.split(".")[0] not in LAYERS:
+                continue
+            for alias in node.names:
+                sub = f"{source}.{alias.name}"
+                if sub in modules:
+                    yield node.lineno, sub, [], node, nested
+                else:
+                    yield node.lineno, source, [alias.name], node, nested
+
+
+def _all_modules():
+    return {_module_name(path): path for path in _modules()}
+
+
+def _private(name):
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_imports(modules):
+    """`from module import _name`, and `module._name` on a project module imported by name."""
+    found = []
+    for name, path in sorted(modules.items()):
+        aliases = {}  # local name -> project module
+        for line, source, names, node, _ in _project_imports(path, modules):
+            found += [f"{path}:{line} imports {source}.{n}" for n in names if _private(n)]
+            if not names:
+                for alias in node.names:
+                    if source.endswith(alias.name) and (alias.asname or "." not in alias.name):
+                        aliases[alias.asname or alias.name] = source
+        with open(os.path.join(REPO, path), encoding="utf-8") as file:
+            tree = ast.parse(file.read(), path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _private(node.attr) and \
+                    isinstance(node.value, ast.Name) and node.value.id in aliases:
+                found.append(f"{path}:{node.lineno} uses {aliases[node.value.id]}.{node.attr}")
+    return found
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A helper another module needs gets a public name in a module named for it."""
+    found = _private_imports(_all_modules())
+    assert not found, "private names imported across modules:\n" + "\n".join(found)
+
+
+def _cycles(modules):
+    """The import cycles among `modules` (strongly connected components of more than one
+    module), function-level imports included."""
+    graph = {name: set() for name in modules}
+    for name, path in modules.items():
+        for _, source, _, _, _ in _project_imports(path, modules):
+            if source in modules and source != name:
+                graph[name].add(source)
+    # Tarjan's strongly connected components, iteratively.
+    index, low, stack, on_stack, cycles, counter = {}, {}, [], set(), [], [0]
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, successors = work[-1]
+            for successor in successors:
+                if successor not in index:
+                    index[successor] = low[successor] = counter[0]
+                    counter[0] += 1
+                    stack.append(successor)
+                    on_stack.add(successor)
+                    work.append((successor, iter(sorted(graph[successor]))))
+                    break
+                if successor in on_stack:
+                    low[node] = min(low[node], index[successor])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        cycles.append(sorted(component))
+    return cycles
+
+
+def test_no_import_cycle_even_through_function_level_imports():
+    cycles = _cycles(_all_modules())
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def _unexplained_lazy_imports(modules):
+    """Imports of project modules inside functions with no comment on their line or the line
+    above saying why they are not at the top."""
+    found = []
+    for name, path in sorted(modules.items()):
+        with open(os.path.join(REPO, path), encoding="utf-8") as file:
+            lines = file.read().splitlines()
+        for line, source, _, node, nested in _project_imports(path, modules):
+            statement = lines[line - 1:node.end_lineno]
+            above = lines[line - 2].strip() if line > 1 else ""
+            if nested and not above.startswith("#") and not any("#" in t for t in statement):
+                found.append(f"{path}:{line} imports {source} inside a function")
+    return sorted(set(found))
+
+
+def test_imports_inside_functions_say_why():
+    """Imports sit at the top of the module, where they show what it depends on; one inside
+    a function (an optional heavy dependency, the CLI's start-up time) says why in a comment."""
+    found = _unexplained_lazy_imports(_all_modules())
+    assert not found, "function-level imports without a reason:\n" + "\n".join(found)
+
+
+def test_the_rules_see_private_names_cycles_and_lazy_imports(tmp_path, monkeypatch):
+    package = tmp_path / "zoo" / "pkg"
+    package.mkdir(parents=True)
+    (tmp_path / "zoo" / "__init__.py").write_text('"""z."""\n')
+    (package / "__init__.py").write_text('"""p."""\nfrom zoo.pkg import a\n')
+    (package / "a.py").write_text('"""a."""\ndef f():\n    from zoo.pkg import _x\n'
+                                  '    import zoo.pkg.b as b\n    return b._y\n')
+    (package / "b.py").write_text('"""b."""\ndef f():\n    # lazy: start-up time\n'
+                                  '    from zoo.pkg import a\n')
+    monkeypatch.setattr("tests.test_layout.REPO", str(tmp_path))
+    monkeypatch.setattr("tests.test_layout.LAYERS", {"zoo": 0})
+    modules = _all_modules()
+    a = os.path.join("zoo", "pkg", "a.py")
+    assert _private_imports(modules) == [f"{a}:3 imports zoo.pkg._x", f"{a}:5 uses zoo.pkg.b._y"]
+    assert _cycles(modules) == [["zoo.pkg", "zoo.pkg.a", "zoo.pkg.b"]]
+    assert _unexplained_lazy_imports(modules) == [f"{a}:3 imports zoo.pkg inside a function",
+                                                  f"{a}:4 imports zoo.pkg.b inside a function"]
+
+
+def test_the_library_calls_a_task_only_through_its_contract():
+    """zoo/ knows a task through `zoo.training.task.Task` (optional methods have defaults
+    there), never by probing it with hasattr / getattr or reading its `__dict__`."""
+    found = []
+    for path in _modules():
+        if not path.startswith("zoo" + os.sep):
+            continue
+        with open(os.path.join(REPO, path), encoding="utf-8") as file:
+            tree = ast.parse(file.read(), path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                    node.func.id in ("hasattr", "getattr") and node.args and \
+                    isinstance(node.args[0], ast.Name) and node.args[0].id == "task":
+                found.append(f"{path}:{node.lineno} {node.func.id}(task, ...)")
+            if isinstance(node, ast.Attribute) and node.attr == "__dict__" and \
+                    isinstance(node.value, ast.Name) and node.value.id == "task":
+                found.append(f"{path}:{node.lineno} task.__dict__")
+    assert not found, "tasks probed outside the contract:\n" + "\n".join(found)

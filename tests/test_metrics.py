@@ -11,7 +11,7 @@ from scipy import stats
 from sklearn import metrics as sk
 
 from tools import main as cli
-from zoo.data import TASKS, read_examples
+from zoo.data import BENCHMARKS, read_examples
 from zoo.data.samples import LAYOUT, write_samples
 from zoo.metrics import METRICS, compute, read_predictions, write_predictions
 
@@ -58,7 +58,7 @@ def test_compute_equals_sklearn_and_scipy_on_random_labels(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(20, 200))
     for task in ("glue/mrpc", "glue/qqp", "glue/cola", "glue/mnli", "snli", "scitail"):
-        labels = TASKS[task].labels
+        labels = BENCHMARKS[task].labels
         gold = [labels[i] for i in rng.integers(0, len(labels), n)]
         predicted = [labels[i] for i in rng.integers(0, len(labels), n)]
         expected = {"accuracy": sk.accuracy_score(gold, predicted)}
@@ -148,7 +148,7 @@ def test_perturbed_predictions(samples, tmp_path, capsys, task, split):
     gold_path = samples / LAYOUT[task][split]
     gold = gold_labels(task, gold_path)
     flipped = set(range(0, len(gold), 7))
-    labels = TASKS[task].labels
+    labels = BENCHMARKS[task].labels
     if labels is None:  # STS-B: move the flipped scores to the other end of the 0-5 scale
         predicted = [5.0 - g if i in flipped else g for i, g in enumerate(gold)]
     else:
@@ -254,7 +254,7 @@ def test_round_trip_labels_and_exact_floats(tmp_path):
     labels = ["entailment", "neutral", "contradiction", "neutral"]
     path = tmp_path / "new" / "dir" / "mnli.tsv"
     write_predictions(path, labels)
-    assert read_predictions(path, 4, TASKS["glue/mnli"].labels) == labels
+    assert read_predictions(path, 4, BENCHMARKS["glue/mnli"].labels) == labels
     assert path.read_text().splitlines()[:2] == ["index\tprediction", "0\tentailment"]
     scores = [0.1, 1 / 3, 2.675, 5e-324, 1e300, -0.0, 4.999999999999999,
               np.float32(0.1), np.float64(2 / 7)]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from zoo.data import TASKS, DataError, read_examples
+from zoo.data import BENCHMARKS, DataError, read_examples
 from zoo.data.readers import CONLL_TAGS, to_iob2
 
 
@@ -636,16 +636,17 @@ def test_each_pass_reads_the_file_again_with_a_fresh_report(tmp_path):
 
 
 def test_task_table():
-    assert TASKS["glue/mnli"].labels == ("contradiction", "entailment", "neutral")
-    assert TASKS["glue/stsb"].kind == "regression" and TASKS["glue/stsb"].labels is None
-    assert TASKS["conll2003"].labels == CONLL_TAGS
-    assert {task.kind for task in TASKS.values()} == {
+    assert BENCHMARKS["glue/mnli"].labels == ("contradiction", "entailment", "neutral")
+    assert (BENCHMARKS["glue/stsb"].kind == "regression"
+            and BENCHMARKS["glue/stsb"].labels is None)
+    assert BENCHMARKS["conll2003"].labels == CONLL_TAGS
+    assert {task.kind for task in BENCHMARKS.values()} == {
         "classification", "regression", "span", "multiple_choice", "tagging", "image"}
 
 
 # === Fuzzing ===
 
-FILE_TASKS = [task for task in TASKS if task not in ("race", "image_folder")]
+FILE_TASKS = [task for task in BENCHMARKS if task not in ("race", "image_folder")]
 FUZZ = settings(max_examples=150, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -764,7 +765,7 @@ def glue_files(draw):
         example = {"id": draw(field) if has_id else str(line), "sentence1": draw(field)}
         if task not in ("glue/cola", "glue/sst2"):
             example["sentence2"] = draw(field)
-        labels = TASKS[task].labels
+        labels = BENCHMARKS[task].labels
         example["label"] = (draw(st.sampled_from(labels)) if labels
                             else draw(st.integers(0, 5000)) / 1000)
         examples.append(example)

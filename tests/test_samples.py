@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tools.main import main
-from zoo.data import TASKS, read_examples
+from zoo.data import BENCHMARKS, read_examples
 from zoo.data.samples import CORPUS, FIRST, KINDS, LAST, LAYOUT, MANIFEST, write_samples
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,7 +44,7 @@ def tree_digest(root):
 
 
 def test_every_task_has_samples():
-    assert set(LAYOUT) == set(TASKS)
+    assert set(LAYOUT) == set(BENCHMARKS)
 
 
 @pytest.mark.parametrize("task, split", [(t, s) for t in LAYOUT for s in LAYOUT[t]])
@@ -60,7 +60,7 @@ def test_every_sample_file_reads_back_without_bad_rows(samples, task, split):
     labels = [row.get("label") for row in rows]
     if split.startswith("test") and (task.startswith("glue/") or task == "swag"):
         assert set(labels) == {None}  # as in the real GLUE and SWAG test files
-    elif TASKS[task].kind in ("classification", "multiple_choice", "image"):
+    elif BENCHMARKS[task].kind in ("classification", "multiple_choice", "image"):
         counts = collections.Counter(labels)
         assert len(counts) >= 2 and max(counts.values()) < 0.65 * len(rows), counts
 

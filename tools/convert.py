@@ -56,8 +56,9 @@ def register(subparsers):
 
 
 def run(args):
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo import files
-    from zoo.convert import ConversionError
+    from zoo.convert import ConversionError  # lazy: as above
 
     try:
         dst = args.dst  # a string, not a pathlib.Path: "gs://b/x" must keep its "//"
@@ -72,6 +73,7 @@ def run(args):
                 raise ConversionError(f"{args.src}: a run directory converts with --to hf only "
                                       "(its models are already .keras files; the head is "
                                       "always kept)")
+            # lazy: loads TensorFlow; `zoo --help` imports this module
             from tasks import runs
 
             runs.convert_run(args.src, dst, args.checkpoint, progress=True)
@@ -93,10 +95,11 @@ def run(args):
 
 def _read(src, args):
     """(format name, zoo model) for SRC."""
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     import zoo.convert
-    from zoo import files
-    from zoo.convert import ConversionError
-    from zoo.convert.core import read_json
+    from zoo import files  # lazy: as above
+    from zoo.convert import ConversionError  # lazy: as above
+    from zoo.convert.core import read_json  # lazy: as above
 
     if args.bert_config and _checkpoint_prefix(src) is None:
         raise ConversionError(f"{src}: --bert-config applies to Google BERT checkpoints only")
@@ -128,6 +131,7 @@ def _read(src, args):
 
 
 def _is_run_dir(src):
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo import files
 
     return files.isfile(os.path.join(src, "config.yaml")) and any(
@@ -135,6 +139,7 @@ def _is_run_dir(src):
 
 
 def _checkpoint_prefix(src):
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo import files
 
     if files.isfile(f"{src}.index"):
@@ -149,8 +154,9 @@ def _checkpoint_prefix(src):
 def _load_keras(path):
     import keras
 
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     import zoo.convert  # noqa: F401  (registers the head models for deserialization)
-    from zoo.convert import ConversionError
+    from zoo.convert import ConversionError  # lazy: as above
 
     try:
         return keras.saving.load_model(path)
@@ -159,6 +165,7 @@ def _load_keras(path):
 
 
 def _write_keras(model, dst):
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo.convert.core import atomic_output
 
     with atomic_output(dst) as staged:
@@ -166,8 +173,9 @@ def _write_keras(model, dst):
 
 
 def _write_huggingface(model, dst, kind):
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     import zoo.convert
-    from zoo.convert import ConversionError
+    from zoo.convert import ConversionError  # lazy: as above
 
     if kind == "huggingface":
         raise ConversionError(f"{dst}: the source is already a Hugging Face checkpoint")

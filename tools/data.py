@@ -13,6 +13,8 @@ import logging
 import os
 import sys
 
+from tools.main import quiet_stderr_fd
+
 
 def register(subparsers):
     parser = subparsers.add_parser("data", help="build vocabularies, pretraining data, samples",
@@ -81,6 +83,7 @@ def register(subparsers):
 
 
 def run_vocab(args):
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo.tokenizers.training import train_vocabulary
 
     tokenizer = train_vocabulary(args.corpus, size=args.size, kind=args.kind, out=args.out,
@@ -120,7 +123,7 @@ def pipeline_args(runner, options, paths=()):
 
 
 def run_pretrain(args):
-    from tools.main import quiet_stderr_fd
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo.data.pretraining.runner import PipelineError
 
     beam = pipeline_args(args.runner, args.pipeline_args, [*args.corpus, args.vocab, args.out])
@@ -133,12 +136,14 @@ def run_pretrain(args):
 
 
 def _pretrain(args, beam, progress):
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo.data.pretraining import CHUNK_BYTES, POOL_SIZE, write_pretraining_data
 
     if args.chunk_mb is not None and args.chunk_mb <= 0:
         raise ValueError(f"--chunk-mb must be > 0, got {args.chunk_mb}")
     chunk_bytes = int(args.chunk_mb * 2**20) if args.chunk_mb else CHUNK_BYTES
     if args.objective == "causal_lm":
+        # lazy: loads TensorFlow; `zoo --help` imports this module
         from zoo.data import write_causal_lm_data
 
         meta = write_causal_lm_data(args.corpus, args.vocab, args.out, shards=args.shards,
@@ -169,8 +174,9 @@ def _pretrain(args, beam, progress):
 
 
 def run_samples(args):
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo import files
-    from zoo.data.samples import write_samples
+    from zoo.data.samples import write_samples  # lazy: as above
 
     if args.train_rows < 1:
         raise ValueError(f"--train-rows must be >= 1, got {args.train_rows}")
@@ -196,6 +202,7 @@ def run_check(args):
 def _check(args):
     from collections import Counter
 
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo.data import DataError, read_examples
 
     counts = Counter()

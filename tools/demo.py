@@ -15,11 +15,14 @@ import time
 
 import numpy as np
 
+from tools import predict
+
 # The experiment the demo runs: bert/glue_mrpc, sized for two CPU cores. A randomly initialized
 # model has none of the knowledge a pretrained checkpoint brings: telling whether the second
 # sentence changed the first one's company, city or day has to be learnt from the pairs alone,
 # which takes 4,000 of them, 4 attention heads, no dropout or weight decay and 2,000 steps at
-# lr 5e-4 (measured: 1e-3 stalls near 0.6 accuracy, 2 heads reach 0.77, 400 rows ~0.6).
+# lr 5e-4 (with lr 1e-3, 2 heads or 400 rows instead, `make demo` learns less:
+# docs/measurements.md).
 TRAIN_ROWS = 4000
 DEMO_OVERRIDES = ["model.preset=bert_tiny", "model.backbone.num_heads=4", "model.dropout=0",
                   "model.backbone.dropout=0", "model.backbone.attention_dropout=0",
@@ -59,11 +62,12 @@ def run(args):
         return run_table(args)
     import json
 
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from tasks import runs
-    from zoo import config as config_lib
-    from zoo import files
-    from zoo.data.samples import LAYOUT, write_samples
-    from zoo.tokenizers import from_directory, train_vocabulary
+    from zoo import config as config_lib  # lazy: as above
+    from zoo import files  # lazy: as above
+    from zoo.data.samples import LAYOUT, write_samples  # lazy: as above
+    from zoo.tokenizers import from_directory, train_vocabulary  # lazy: as above
 
     start = time.perf_counter()
     samples = os.path.join(args.out, "samples")
@@ -108,10 +112,10 @@ def export_and_predict(run_dir, base, requests_path):
 
     import keras
 
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from tasks import runs
-    from tools import predict
-    from zoo import export, files
-    from zoo.files import write_text
+    from zoo import export, files  # lazy: as above
+    from zoo.files import write_text  # lazy: as above
 
     print(f"zoo export --run-dir {run_dir} --out {base}")
     if keras.backend.backend() == "tensorflow":
@@ -139,6 +143,7 @@ def run_table(args):
     import keras
     from tqdm import tqdm
 
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     import zoo
 
     names = args.models or zoo.models.names()

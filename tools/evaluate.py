@@ -58,10 +58,12 @@ def register(subparsers):
 
 
 def run(args):
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from tasks import runs
 
     if args.zero_shot:
-        from zoo import zero_shot
+        # lazy: loads TensorFlow; `zoo --help` imports this module
+        from tasks import zero_shot
 
         if not args.data:
             raise ValueError("--zero-shot needs --data, the benchmark file to score")

@@ -39,7 +39,7 @@ def register(subparsers):
                         help="serve every dense layer in int8: 7-bit weights with a scale per "
                         "output, activations quantized per request batch, the product, scales, "
                         "bias and activation in one oneDNN kernel, LayerNorms in oneDNN's "
-                        "(zoo.int8); for x86-64 TensorFlow with oneDNN (the pip build); the "
+                        "(zoo.export.int8); for x86-64 TensorFlow with oneDNN (the pip build); the "
                         "export holds the int8 kernels only and computes float32 around them "
                         "(no other --mixed-precision)")
     parser.set_defaults(func=run)
@@ -47,8 +47,9 @@ def register(subparsers):
 
 def run(args):
     os.environ["KERAS_BACKEND"] = "tensorflow"  # a graph for TF Serving, whatever trained it
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from tasks import runs
-    from zoo import export, files
+    from zoo import export, files  # lazy: as above
 
     path = runs.export_run(args.run_dir, args.out, args.version, args.checkpoint,
                          progress=lambda line: print(f"export: {line}", flush=True),

@@ -38,6 +38,7 @@ def register(subparsers):
 
 def resolve_version(path):
     """`path` itself if it holds a saved_model.pb, else its highest numeric version."""
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo import files
 
     if files.isfile(os.path.join(path, "saved_model.pb")):
@@ -52,6 +53,7 @@ def resolve_version(path):
 
 def read_requests(path):
     """(line number, object) of each non-blank line; a bad line is an error naming it."""
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo import files
 
     file = sys.stdin if path == "-" else files.open(path, encoding="utf-8")
@@ -170,8 +172,9 @@ def predict_lines(predictor, requests, batch_size, write, total=None):
 
 
 def run(args):
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo import files
-    from zoo.files import write_text
+    from zoo.files import write_text  # lazy: as above
 
     predictor = Predictor(args.saved_model, args.signature)
     total = None

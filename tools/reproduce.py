@@ -47,8 +47,9 @@ def register(subparsers):
 
 
 def run(args):
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from tasks import reproduce
-    from zoo import files, training
+    from zoo import files, training  # lazy: as above
 
     if args.list:
         print("\n\n".join(reproduce.describe(name) for name in reproduce.table_names()))

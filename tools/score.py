@@ -29,6 +29,7 @@ def register(subparsers):
 
 
 def run(args):
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo import metrics
 
     result = metrics.score(args.task, args.gold, args.predictions, na_prob=args.na_prob)

@@ -78,7 +78,7 @@ class ModelConfig:
 
 
 @dataclasses.dataclass
-class Phase:
+class PhaseConfig:
     """One pretraining phase: a sequence length for a fraction of the steps (BERT A.2)."""
 
     sequence_length: int = _field(128, "tokens per sequence in this phase", min=8)
@@ -369,7 +369,7 @@ def _value(field, value, key, source):
     if kind is list:  # pretraining phases
         if not isinstance(value, list):
             raise ConfigError(f"{source}: {key}: expected a list, found {value!r}")
-        return [_build(Phase, item, f"{key}[{i}].", source) for i, item in enumerate(value)]
+        return [_build(PhaseConfig, item, f"{key}[{i}].", source) for i, item in enumerate(value)]
     if kind is float and isinstance(value, str):
         try:  # YAML 1.1 reads "3e-5" (no dot) as a string
             value = float(value)

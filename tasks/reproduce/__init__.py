@@ -14,7 +14,7 @@ A table is data, one YAML file under configs/reproduce/<family>/<table>.yaml:
                          metrics.json, a fraction shown x 100 (`percent: false`: shown as
                          it is, e.g. perplexity, SQuAD F1); `source: pretraining` reads the
                          row's pretraining run; `source: zero_shot` with `task` (one of
-                         zoo.zero_shot.TASKS) scores the row's language model on the task's
+                         tasks.zero_shot.TASKS) scores the row's language model on the task's
                          dev file, no fine-tuning (`zoo evaluate --zero-shot`; GPT-1
                          Figure 2 right). All are checked as each cell finishes
     rows                 {name: {title, pretraining: name|null, updates: N, set: [...],

@@ -6,10 +6,11 @@ import json
 import math
 import os
 
-from tasks.reproduce.tables import (SUSTAINED_FLOPS, TABLE_ROOT, _quote, command, load_table,
-                                    plan, scale_rows)
+from tasks.reproduce.tables import (SUSTAINED_FLOPS, TABLE_ROOT, command, load_table, plan,
+                                    scale_rows, shell_quote)
+import zoo
 from zoo import config as config_lib
-from zoo import files
+from zoo import files, tokenizers
 from zoo.files import write_text
 
 
@@ -30,8 +31,6 @@ def _format(value, std=None, digits=1):
 
 def backbone_parameters(experiment, overrides, vocabulary_size):
     """Parameters of the backbone an experiment builds (heads not counted), from its shapes."""
-    import zoo
-
     config = config_lib.resolve(experiment, overrides)
     return zoo.models.count_parameters(config.model.preset, vocabulary_size=vocabulary_size,
                                        **config.model.backbone)
@@ -39,8 +38,6 @@ def backbone_parameters(experiment, overrides, vocabulary_size):
 
 def _vocabulary_size(table, scale, path):
     if files.isfile(os.path.join(path, "tokenizer_config.json")):
-        from zoo import tokenizers
-
         return int(tokenizers.from_directory(path).vocabulary_size())
     return table["scales"][scale].get("vocabulary_size", table["vocabulary"]["size"])
 
@@ -68,7 +65,7 @@ def write_outputs(table, scale, seeds, record, steps, cells, run_dir):
              f"`{record['data_root']}`.", "",
              f"Command: `zoo reproduce {_name(table)} --scale {scale} --seeds {seeds} "
              f"--data-root {record['data_root']} --run-dir {run_dir}"
-             + "".join(f" --set {_quote(o)}" for o in record["overrides"]) + "`", "",
+             + "".join(f" --set {shell_quote(o)}" for o in record["overrides"]) + "`", "",
              f"Wall time: {sum(timings.values()) / 60:.1f} min for every step (a row's time "
              "below: its fine-tuning cells; per step: timings.json and the last table).", "",
              "| row | " + " | ".join(f"{titles[c]} paper | ours" for c in columns)

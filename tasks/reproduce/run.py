@@ -7,11 +7,15 @@ import time
 import numpy as np
 import yaml
 
+from tasks import runs
 from tasks.reproduce.report import read_json, write_outputs
+from tasks import zero_shot
 from tasks.reproduce.tables import TableError, command, plan, scale_columns, scale_rows
 from zoo import config as config_lib
-from zoo import files
+from zoo import files, training
+from zoo.data.pretraining import write_pretraining_data
 from zoo.files import write_text
+from zoo.tokenizers import train_vocabulary
 
 
 def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwrite=False,
@@ -24,9 +28,6 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
     Returns:
         The table's cells: [{row, column, paper, values, mean, std, ...}] (see `results`).
     """
-    from tasks import runs
-    from zoo import training
-
     steps = plan(table, scale, data_root, run_dir, seeds, overrides)
     seeds = seeds or table["scales"][scale].get("seeds", 1)
     record = {"table": table["path"], "scale": scale, "seeds": seeds,
@@ -57,13 +58,9 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
         progress(f"[{number}/{len(steps)}] {step['name']}")
         start = time.perf_counter()
         if step["kind"] == "vocabulary":
-            from zoo.tokenizers import train_vocabulary
-
             train_vocabulary(_corpus(step["corpus"]), step["size"], step["vocabulary_kind"],
                              step["run_dir"])
         elif step["kind"] == "shards":
-            from zoo.data.pretraining import write_pretraining_data
-
             write_pretraining_data(_corpus(step["corpus"]), step["vocabulary"], step["run_dir"],
                                    max_sequence_lengths=step["lengths"],
                                    dupe_factor=step["dupe_factor"])
@@ -92,8 +89,6 @@ def _zero_shot(step):
     import keras
     import tensorflow as tf
     from tensorboard.plugins.hparams import api as hp
-
-    from zoo import zero_shot
 
     if not files.exists(step["checkpoint"]):
         raise TableError(f"{step['name']}: no checkpoint {step['checkpoint']} (is the row's "
@@ -159,8 +154,6 @@ def _corpus(directory):
 
 
 def _final_metrics(run_dir):
-    from zoo import training
-
     history = training.read_metrics(run_dir)
     if not history:
         raise TableError(f"{run_dir}: no evaluation in metrics.json")

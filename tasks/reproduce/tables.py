@@ -8,9 +8,11 @@ import re
 
 import yaml
 
+from tasks import zero_shot
 from zoo import config as config_lib
 from zoo import files
 from zoo.data.samples.common import CORPUS, LAYOUT
+from zoo.training.run_dir import checkpoint_path
 
 TABLE_ROOT = os.path.join(os.path.dirname(config_lib.CONFIG_ROOT), "reproduce")
 SCALES = ("paper", "small", "sample")
@@ -83,12 +85,9 @@ def load_table(name):
             raise TableError(f"{path}: columns.{name_}.source: one of {', '.join(SOURCES)}")
         if source == "finetuning" and "experiment" not in column:
             raise TableError(f"{path}: columns.{name_}.experiment: missing")
-        if source == "zero_shot":
-            from zoo.zero_shot import TASKS
-
-            if column.get("task") not in TASKS:
-                raise TableError(f"{path}: columns.{name_}.task: a zero-shot task, one of "
-                                 f"{', '.join(TASKS)}")
+        if source == "zero_shot" and column.get("task") not in zero_shot.TASKS:
+            raise TableError(f"{path}: columns.{name_}.task: a zero-shot task, one of "
+                             f"{', '.join(zero_shot.TASKS)}")
     for name_, row in table["rows"].items():
         _known(row, _ROW, path, f"rows.{name_}.")
         row.setdefault("set", [])
@@ -173,8 +172,6 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
     `train.keep_checkpoints`, which its pretraining then sets). `vocabulary` is the vocabulary
     folder (default RUN/vocabulary, learnt first); `seeds` defaults to the scale's.
     """
-    from zoo.training.run_dir import checkpoint_path
-
     if scale not in table["scales"]:
         raise TableError(f"{table['path']}: no scale {scale!r}; it has "
                          f"{', '.join(table['scales'])}")
@@ -320,9 +317,9 @@ def command(step):
                 f"{step['vocabulary']} --max-sequence-length "
                 f"{' '.join(map(str, step['lengths']))} --dupe-factor {step['dupe_factor']} "
                 f"--out {step['run_dir']}")
-    sets = " ".join(f"--set {_quote(o)}" for o in step["overrides"])
+    sets = " ".join(f"--set {shell_quote(o)}" for o in step["overrides"])
     return f"zoo train --experiment {step['experiment']} {sets} --run-dir {step['run_dir']}"
 
 
-def _quote(text):
+def shell_quote(text):
     return text if re.fullmatch(r"[\w./=:+,@-]+", text) else "'" + text.replace("'", "'\\''") + "'"

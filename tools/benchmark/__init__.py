@@ -24,7 +24,7 @@ Ratios > 1 mean zoo is faster. Each run prints markdown tables.
 import argparse
 import os
 
-from tools.benchmark.common import _BACKENDS, FAMILIES
+from tools.benchmark.common import BACKENDS, FAMILIES
 from tools.benchmark.report import run
 
 
@@ -56,8 +56,8 @@ def register(subparsers):
         parsers[name].add_argument("--tiny", action="store_true",
                                    help="two-layer models instead of the paper's sizes: checks "
                                         "the benchmark itself; the figures mean nothing")
-        parsers[name].add_argument("--backends", nargs="+", default=list(_BACKENDS),
-                                   choices=_BACKENDS, help="Keras backends for zoo and keras-hub")
+        parsers[name].add_argument("--backends", nargs="+", default=list(BACKENDS),
+                                   choices=BACKENDS, help="Keras backends for zoo and keras-hub")
     for name, parser in parsers.items():
         parser.add_argument("--repeats", type=int, default=5,
                             help="timed calls or passes per contender (the median is reported)")
@@ -81,8 +81,9 @@ def register(subparsers):
                                  "reference text CPython ships in pydoc_data.topics)")
     tokenizers.add_argument("--vocab", help="directory with vocab.txt (default: train a "
                                             "--vocab-size WordPiece vocabulary on the corpus)")
-    # 1000 on the default corpus splits words into 1.22 pieces on average, close to BERT's
-    # vocabulary on English text; a larger one there keeps every word whole.
+    # 1000 on the default corpus splits words into pieces about as often as BERT's vocabulary
+    # does English text (the tokenizers table says how often); a larger one there keeps every
+    # word whole.
     tokenizers.add_argument("--vocab-size", type=int, default=1000)
     tokenizers.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True)
     for name in ("data", "all"):

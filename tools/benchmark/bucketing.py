@@ -4,7 +4,7 @@ import os
 import tempfile
 import time
 
-from tools.benchmark.common import _preset, _target
+from tools.benchmark.common import preset_for, target_cell
 
 
 def section_bucketing(args, progress=print):
@@ -17,12 +17,13 @@ def section_bucketing(args, progress=print):
     """
     import keras
 
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     import tasks
-    from zoo import config as config_lib
-    from zoo.data.samples import LAYOUT, write_samples
-    from zoo.tokenizers import train_vocabulary
+    from zoo import config as config_lib  # lazy: as above
+    from zoo.data.samples import LAYOUT, write_samples  # lazy: as above
+    from zoo.tokenizers import train_vocabulary  # lazy: as above
 
-    preset = _preset(args)
+    preset = preset_for(args)
     names = getattr(args, "tasks", ["glue/mrpc", "glue/sst2"])
     steps, multiple = getattr(args, "steps", 4), getattr(args, "multiple", 16)
     batch_size = args.batch_size or 32
@@ -73,5 +74,5 @@ def section_bucketing(args, progress=print):
         out.append(f"| {name} (sample) | {rates[0]:.1f} | {rates[multiple]:.1f} | {ratio:.2f} "
                    f"| {', '.join(map(str, widths[multiple]))} |")
         summary.append((f"fine-tuning examples/s, dynamic padding vs pad-to-"
-                        f"{args.sequence_length}, {name} sample", _target(ratio, 2.0)))
+                        f"{args.sequence_length}, {name} sample", target_cell(ratio, 2.0)))
     return out + [""], summary

@@ -1,9 +1,9 @@
 """What several benchmarks share: families, backends, result lookups, ratio cells, corpus.
 
-The default corpus serves tokenizers and serving; `_preset` bucketing and serving.
+The default corpus serves tokenizers and serving; `preset_for` bucketing and serving.
 """
 
-_BACKENDS = ("tensorflow", "jax")
+BACKENDS = ("tensorflow", "jax")
 
 FAMILIES = {
     # family: (zoo preset, keras-hub backbone or None, transformers class)
@@ -13,19 +13,19 @@ FAMILIES = {
 }
 
 
-def _split(name):
+def split_contender(name):
     mode, policy, batch = name.split()
     return mode, policy, int(batch)
 
 
-def _best(results, label, batch, policy="float32"):
+def fastest(results, label, batch, policy="float32"):
     """The fastest (seconds, contender name) of one worker at one batch size and policy."""
     found = [(seconds, name) for (lab, name), (seconds, _) in results.items()
-             if lab == label and _split(name)[2] == batch and _split(name)[1] == policy]
+             if lab == label and split_contender(name)[1:] == (policy, batch)]
     return min(found) if found else (None, None)
 
 
-def _target(ratio, goal=None, lower_is_better=False):
+def target_cell(ratio, goal=None, lower_is_better=False):
     if ratio is None:
         return "n/a"
     if goal is None:
@@ -35,10 +35,11 @@ def _target(ratio, goal=None, lower_is_better=False):
     return f"{ratio:.3f} ({'met' if met else 'missed'}: target {sign} {goal})"
 
 
-def _corpus_lines(paths):
+def corpus_lines(paths):
     """The non-blank lines of the --corpus files (any filesystem), or of CPython's reference
     text when none are given."""
     if paths:
+        # lazy: loads TensorFlow; `zoo --help` imports this module
         from zoo import files
 
         lines = []
@@ -52,6 +53,6 @@ def _corpus_lines(paths):
     return [line for line in lines if line.strip()]
 
 
-def _preset(args):
+def preset_for(args):
     """--preset of bucketing and serving; under `all`, bert_base (bert_tiny with --tiny)."""
     return getattr(args, "preset", "bert_tiny" if getattr(args, "tiny", False) else "bert_base")

@@ -1,7 +1,7 @@
 """Inside a worker process: the timed callables ("mode policy batch" -> fn) of one library.
 
 zoo and keras-hub on the worker's Keras backend, transformers (eager torch; it also writes the
-ONNX files) and ONNX Runtime, all on the weights and inputs of `weights._prepare_weights`.
+ONNX files) and ONNX Runtime, all on the weights and inputs of `weights.prepare_weights`.
 """
 
 import contextlib
@@ -11,7 +11,7 @@ import sys
 from tools.benchmark.common import FAMILIES
 
 
-def _keras_contenders(spec, library):
+def keras_contenders(spec, library):
     """name -> callable for zoo or keras-hub on the current Keras backend."""
     import json
 
@@ -23,6 +23,7 @@ def _keras_contenders(spec, library):
 
     def build(policy, training):
         if library == "zoo":
+            # lazy: loads TensorFlow; `zoo --help` imports this module
             import zoo
 
             with open(os.path.join(folder, "zoo_config.json"), encoding="utf-8") as file:
@@ -35,22 +36,22 @@ def _keras_contenders(spec, library):
             elif spec["family"] == "bert":
                 # The fine-tuning step compares equal work: keras-hub's BertBackbone has only
                 # the tanh GELU, so zoo runs it too (what `zoo.convert.from_keras_hub` gives
-                # for keras-hub's checkpoints). zoo's default erf GELU costs 15 ms more a step
-                # (46 vs 31 ms for the 12 GELUs, forward and backward; XLA profile, BERT-base,
-                # batch 8 x 128): under 1 % of a step.
+                # for keras-hub's checkpoints). zoo's default erf GELU costs little more: a
+                # small share of a step in an XLA profile of this benchmark.
                 config.update(activation="gelu_approximate")
             backbone = getattr(zoo.models, saved["class_name"]).from_config(config)
             backbone.load_weights(os.path.join(folder, "zoo.weights.h5"))
             if training:
                 return zoo.models.BertClassifier(backbone, 2, dropout=0.1)
             if policy == "bfloat16":
+                # lazy: loads TensorFlow; `zoo --help` imports this module
                 from zoo import export
 
                 return export.with_bfloat16_weights(backbone)
             return backbone
         import keras_hub
 
-        # The local preset `_prepare_weights` wrote: from_preset never reaches a hub.
+        # The local preset `prepare_weights` wrote: from_preset never reaches a hub.
         backbone = keras_hub.models.Backbone.from_preset(
             os.path.join(folder, "keras_hub"), dtype=policy,
             **({} if training else {"dropout": 0.0} if spec["family"] == "bert" else {}))
@@ -120,7 +121,7 @@ def _torch_inputs(family, data):
     return inputs
 
 
-def _transformers_contenders(spec):
+def transformers_contenders(spec):
     """Eager torch (transformers' default) for forward and training; also writes the ONNX files."""
     import numpy as np
     import torch
@@ -135,7 +136,7 @@ def _transformers_contenders(spec):
         labels = torch.from_numpy(data.pop("labels").astype("int64"))
         inputs = _torch_inputs(spec["family"], data)
         if spec["kind"] == "train":
-            # The tanh GELU, as keras-hub and zoo in the fine-tuning step (see _keras_contenders).
+            # The tanh GELU, as keras-hub and zoo in the fine-tuning step (see keras_contenders).
             model = transformers.BertForSequenceClassification.from_pretrained(
                 hf, num_labels=2, hidden_act="gelu_pytorch_tanh")
             model.train()
@@ -171,7 +172,7 @@ def _transformers_contenders(spec):
     return fns
 
 
-def _onnxruntime_contenders(spec):
+def onnxruntime_contenders(spec):
     import numpy as np
     import onnxruntime
 

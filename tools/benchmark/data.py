@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 
-from tools.benchmark.common import _corpus_lines, _target
+from tools.benchmark.common import corpus_lines, target_cell
 
 
 def _documents(seed):
@@ -26,7 +26,7 @@ def _documents(seed):
     import re
 
     documents, document = [], []
-    for line in _corpus_lines(None) + [""]:
+    for line in corpus_lines(None) + [""]:
         line = line.strip()
         if not line:
             if len(document) > 1:
@@ -113,6 +113,7 @@ print(tokens, time.perf_counter() - start)
 
 def section_data(args, progress=print):
     """`zoo data pretrain` with 1 and 2 workers on corpora of --corpus-mb sizes."""
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo.tokenizers.training import train_vocabulary
 
     tiny = getattr(args, "tiny", False)
@@ -127,7 +128,7 @@ def section_data(args, progress=print):
         for size in sizes:
             progress(f"writing a {size:g} MB corpus")
             corpora[size] = write_corpus(os.path.join(tmp, f"corpus{size}.txt"), size)
-        vocab = os.path.join(tmp, "vocab")  # trained on 1 MB of the same text: seconds
+        vocab = os.path.join(tmp, "vocab")  # trained on 1 MB of the same text: quick
         train_vocabulary([write_corpus(os.path.join(tmp, "vocab.txt"), 1)], size=1000,
                          kind="wordpiece", out=vocab)
         # Tokens of each corpus, and the reference's rate, from `tokenizers` on one core.
@@ -177,7 +178,7 @@ def section_data(args, progress=print):
                               for n, rate in marginal.items()) + ".", ""]
         if 1 in marginal and 2 in marginal:
             summary.append(("data pretrain tokens/s, 2 workers vs 1 (marginal; #19)",
-                            _target(marginal[2] / marginal[1], 1.7)))
+                            target_cell(marginal[2] / marginal[1], 1.7)))
             summary.append(("data pretrain tokens/s per core (2 workers; #19) vs tokenizers' "
-                            "tokenize-only", _target(marginal[2] / 2 / reference_rate, 0.5)))
+                            "tokenize-only", target_cell(marginal[2] / 2 / reference_rate, 0.5)))
     return lines, summary  # one corpus size (--tiny): no marginal rate, no ratio

@@ -1,7 +1,7 @@
 """`zoo benchmark finetune`: one BERT-base fine-tuning step per library and backend."""
 
-from tools.benchmark.common import _best, _split, _target
-from tools.benchmark.workers import _time_family
+from tools.benchmark.common import fastest, split_contender, target_cell
+from tools.benchmark.workers import time_family
 
 
 def section_finetune(args, progress=print):
@@ -19,22 +19,22 @@ def section_finetune(args, progress=print):
         "step's loss, a sanity check (the heads start from different random weights).", "",
         "| library | backend | mode | steps/s | examples/s | s per step | loss |",
         "| --- | --- | --- | --- | --- | --- | --- |"]
-    results = _time_family(args.root, "bert", "train", [batch_size], args.sequence_length,
-                           args.backends, False, args.repeats, progress, args.tiny,
-                           pool=getattr(args, "worker_pool", None))
+    results = time_family(args.root, "bert", "train", [batch_size], args.sequence_length,
+                          args.backends, False, args.repeats, progress, args.tiny,
+                          pool=getattr(args, "worker_pool", None))
     for (label, name), (seconds, loss) in sorted(results.items(), key=lambda kv: kv[1][0]):
         library, _, backend = label.partition(" ")
-        mode, _, batch = _split(name)
+        mode, _, batch = split_contender(name)
         lines.append(f"| {library} | {backend or 'torch'} | {mode} | {1 / seconds:.3f} "
                      f"| {batch / seconds:.2f} | {seconds:.2f} | {loss:.3f} |")
     lines.append("")
     summary = []
     for backend in args.backends:
-        ours = _best(results, f"zoo {backend}", batch_size)[0]
-        hub = _best(results, f"keras-hub {backend}", batch_size)[0]
+        ours = fastest(results, f"zoo {backend}", batch_size)[0]
+        hub = fastest(results, f"keras-hub {backend}", batch_size)[0]
         summary.append((f"fine-tuning step vs keras-hub {backend}",
-                        _target(hub / ours, 1.1 if backend == "tensorflow" else None)))
-    ours = min(_best(results, f"zoo {b}", batch_size)[0] for b in args.backends)
+                        target_cell(hub / ours, 1.1 if backend == "tensorflow" else None)))
+    ours = min(fastest(results, f"zoo {b}", batch_size)[0] for b in args.backends)
     summary.append(("fine-tuning step vs transformers (torch)",
-                    _target(_best(results, "transformers", batch_size)[0] / ours)))
+                    target_cell(fastest(results, "transformers", batch_size)[0] / ours)))
     return lines, summary

@@ -1,7 +1,7 @@
 """`zoo benchmark models`: forward throughput and batch-1 latency, every library."""
 
-from tools.benchmark.common import FAMILIES, _best, _split, _target
-from tools.benchmark.workers import _time_family
+from tools.benchmark.common import FAMILIES, fastest, split_contender, target_cell
+from tools.benchmark.workers import time_family
 
 
 def section_models(args, progress=print):
@@ -27,46 +27,46 @@ def section_models(args, progress=print):
         "float32 weights and computes in float32 in both).", ""]
     summary = []
     for family in args.families:
-        results = _time_family(args.root, family, "forward", args.batches, args.sequence_length,
-                               args.backends, args.bf16, args.repeats, progress,
-                               pool=getattr(args, "worker_pool", None))
+        results = time_family(args.root, family, "forward", args.batches, args.sequence_length,
+                              args.backends, args.bf16, args.repeats, progress,
+                              pool=getattr(args, "worker_pool", None))
         lines += [f"### {FAMILIES[family][0]}{' (--tiny: 2 layers, width 64)' * args.tiny}", "",
                   "| library | backend | mode | dtype | batch | seq/s | ms per call | max diff |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for (label, name), (seconds, diff) in sorted(
-                results.items(), key=lambda kv: (_split(kv[0][1])[2] != args.batches[0],
-                                                 _split(kv[0][1])[2], kv[1][0])):
+                results.items(), key=lambda kv: (split_contender(kv[0][1])[2] != args.batches[0],
+                                                 split_contender(kv[0][1])[2], kv[1][0])):
             library, _, backend = label.partition(" ")
-            mode, policy, batch = _split(name)
+            mode, policy, batch = split_contender(name)
             shown = backend or ("torch" if library == "transformers" else "-")
             lines.append(f"| {library} | {shown} "
                          f"| {mode} | {policy} | {batch} | {batch / seconds:.2f} "
                          f"| {1000 * seconds:.1f} | {diff:.1e} |")
         lines.append("")
         big, one = max(args.batches), min(args.batches)
-        ours = {b: {bk: _best(results, f"zoo {bk}", b) for bk in args.backends}
+        ours = {b: {bk: fastest(results, f"zoo {bk}", b) for bk in args.backends}
                 for b in args.batches}
         zoo_best = {b: min(v for v in ours[b].values() if v[0]) for b in args.batches}
-        torch_time = _best(results, "transformers", big)[0]
-        ort_time = _best(results, "onnxruntime", one)[0]
+        torch_time = fastest(results, "transformers", big)[0]
+        ort_time = fastest(results, "onnxruntime", one)[0]
         for backend in args.backends:
-            hub = _best(results, f"keras-hub {backend}", big)[0]
+            hub = fastest(results, f"keras-hub {backend}", big)[0]
             if hub:
                 summary.append((f"{family} forward vs keras-hub {backend}, batch {big}",
-                                _target(hub / ours[big][backend][0], 1.05)))
+                                target_cell(hub / ours[big][backend][0], 1.05)))
         summary.append((f"{family} forward vs transformers (torch), batch {big}",
-                        _target(torch_time / zoo_best[big][0], 1.3)))
+                        target_cell(torch_time / zoo_best[big][0], 1.3)))
         if ort_time:
             summary.append((f"{family} batch-{one} latency, zoo / ONNX Runtime",
-                            _target(zoo_best[one][0] / ort_time, 1.0, lower_is_better=True)))
+                            target_cell(zoo_best[one][0] / ort_time, 1.0, lower_is_better=True)))
         if args.bf16 and "tensorflow" in args.backends:
-            hub = _best(results, "keras-hub tensorflow", big)[0]
-            bf16 = _best(results, "zoo tensorflow", big, "bfloat16")[0]
-            mixed = _best(results, "zoo tensorflow", big, "mixed_bfloat16")[0]
+            hub = fastest(results, "keras-hub tensorflow", big)[0]
+            bf16 = fastest(results, "zoo tensorflow", big, "bfloat16")[0]
+            mixed = fastest(results, "zoo tensorflow", big, "mixed_bfloat16")[0]
             if hub and bf16:
                 summary.append((f"{family} zoo bfloat16 forward vs keras-hub float32 "
-                                f"(tensorflow), batch {big}", _target(hub / bf16, 1.6)))
+                                f"(tensorflow), batch {big}", target_cell(hub / bf16, 1.6)))
             if mixed and bf16:
                 summary.append((f"{family} zoo bfloat16 weights vs zoo mixed_bfloat16 forward "
-                                f"(tensorflow), batch {big}", _target(mixed / bf16)))
+                                f"(tensorflow), batch {big}", target_cell(mixed / bf16)))
     return lines, summary

@@ -12,13 +12,13 @@ import sys
 import tempfile
 
 from tools.benchmark.bucketing import section_bucketing
-from tools.benchmark.common import _BACKENDS, FAMILIES
+from tools.benchmark.common import BACKENDS, FAMILIES
 from tools.benchmark.data import section_data
 from tools.benchmark.finetune import section_finetune
 from tools.benchmark.models import section_models
 from tools.benchmark.serving import section_serving
 from tools.benchmark.tokenizers import section_tokenizers
-from tools.benchmark.weights import _prepared
+from tools.benchmark.weights import prepare_in_subprocess
 from tools.benchmark.workers import close_pool
 
 
@@ -80,9 +80,9 @@ def run(args):
             batches = sorted(set(getattr(args, "batches", []))
                              | ({args.batch_size or 8} if "finetune" in chosen else set()))
             progress(f"preparing weights and inputs for {', '.join(families)}")
-            _prepared(root, families, batches, args.sequence_length, args.tiny)
+            prepare_in_subprocess(root, families, batches, args.sequence_length, args.tiny)
         # --tiny checks the benchmark, not the speed: `models` and `finetune` share one worker
-        # process per library and backend (workers._time_family's pool).
+        # process per library and backend (workers.time_family's pool).
         args.worker_pool = {} if getattr(args, "tiny", False) else None
         try:
             for i, name in enumerate(chosen):
@@ -116,6 +116,7 @@ def run(args):
     doc.append("")
     for lines, _ in outputs:
         doc += lines + [""]
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo.files import write_text
 
     write_text(args.out, "\n".join(doc).rstrip() + "\n")
@@ -124,6 +125,6 @@ def run(args):
 
 
 # Options of `all` left out of the command line written into the file when at their default.
-_DEFAULTS = {"families": list(FAMILIES), "batches": [8, 1], "backends": list(_BACKENDS),
+_DEFAULTS = {"families": list(FAMILIES), "batches": [8, 1], "backends": list(BACKENDS),
              "repeats": 5, "sequence_length": 128, "batch_size": None, "bf16": True,
              "tiny": False, "corpus_mb": None, "workers": None}

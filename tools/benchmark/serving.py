@@ -5,11 +5,11 @@ import os
 import sys
 import tempfile
 
-from tools.benchmark.common import _corpus_lines, _preset, _target
+from tools.benchmark.common import corpus_lines, preset_for, target_cell
 
 
-# Each contender runs in its own fresh interpreter, as a server would: measured in one process,
-# TensorFlow's spinning thread pools cut torch's throughput by 3x (18 -> 5.4 texts/s).
+# Each contender runs in its own fresh interpreter, as a server would: in one process,
+# TensorFlow's spinning thread pools cut torch's throughput severalfold.
 _SERVE_ZOO = """
 import json, statistics, sys, time
 import tensorflow as tf
@@ -102,7 +102,7 @@ def section_serving(args, progress=print):
     (BertTokenizerFast, padding to the batch's longest, BertForSequenceClassification on
     torch, in its own process). Weights are copied from the zoo model, and the labels of both
     are compared on every text. Each contender warms up with one pass, then the median of
-    --repeats passes is reported. The int8 rows: zoo's `--quantize int8` export (`zoo.int8`)
+    --repeats passes is reported. The int8 rows: zoo's `--quantize int8` export (`zoo.export.int8`)
     and ONNX Runtime's `quantize_dynamic` of transformers' model (BertTokenizerFast before
     it), beside ONNX Runtime in float32.
     """
@@ -113,21 +113,23 @@ def section_serving(args, progress=print):
     import torch
     import transformers
 
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     import tasks
-    from zoo import config as config_lib
-    from zoo import export, int8, tokenizers
-    from zoo.convert import to_huggingface
+    from zoo import config as config_lib  # lazy: as above
+    from zoo import export, tokenizers  # lazy: as above
+    from zoo.convert import to_huggingface  # lazy: as above
+    from zoo.export import int8  # lazy: as above
 
-    preset = _preset(args)
+    preset = preset_for(args)
     batch_size = args.batch_size or 8
     texts = getattr(args, "texts", 256)
     transformers.logging.set_verbosity_error()  # the classifier is copied in below
-    lines = [line for line in _corpus_lines(None) if len(line.split()) >= 3][:texts]
+    lines = [line for line in corpus_lines(None) if len(line.split()) >= 3][:texts]
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         corpus = os.path.join(tmp, "corpus.txt")
         with open(corpus, "w", encoding="utf-8") as file:
-            file.writelines(line + "\n" for line in _corpus_lines(None))
+            file.writelines(line + "\n" for line in corpus_lines(None))
         texts_path = os.path.join(tmp, "texts.json")
         with open(texts_path, "w", encoding="utf-8") as file:
             json.dump(lines, file)
@@ -212,11 +214,11 @@ def section_serving(args, progress=print):
         out.append(f"| {name} | {result['rate']:.1f} | {ratio:.2f} | {same}/{len(lines)} |")
         if name.startswith("zoo"):
             summary.append((f"serving texts/s, {name} vs transformers' pipeline",
-                            _target(ratio)))
+                            target_cell(ratio)))
     rate = {name: result["rate"] for name, result in results.items()}
     summary.append(("serving texts/s, zoo int8 export vs zoo float32 export",
-                    _target(rate["zoo SavedModel, int8"] / rate["zoo SavedModel, float32"],
-                            1.8)))
+                    target_cell(rate["zoo SavedModel, int8"] / rate["zoo SavedModel, float32"],
+                                1.8)))
     summary.append(("serving texts/s, zoo int8 export vs ONNX Runtime int8",
-                    _target(rate["zoo SavedModel, int8"] / rate["ONNX Runtime, int8"])))
+                    target_cell(rate["zoo SavedModel, int8"] / rate["ONNX Runtime, int8"])))
     return out + [""], summary

@@ -5,8 +5,7 @@ import statistics
 import tempfile
 import time
 
-from tools.benchmark.common import _corpus_lines, _target
-from zoo.data import prefetched
+from tools.benchmark.common import corpus_lines, target_cell
 
 
 def section_tokenizers(args, progress=print):
@@ -14,13 +13,15 @@ def section_tokenizers(args, progress=print):
     import tensorflow as tf
     import transformers
 
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo import tokenizers
+    from zoo.data import prefetched  # lazy: as above
 
     corpus_files = getattr(args, "corpus", None)
     vocab_size = getattr(args, "vocab_size", 1000)
     lowercase = getattr(args, "lowercase", True)
     batch_size = args.batch_size or 256
-    lines = _corpus_lines(corpus_files)
+    lines = corpus_lines(corpus_files)
     with tempfile.TemporaryDirectory() as tmp:
         vocab = getattr(args, "vocab", None)
         if vocab is None:
@@ -64,7 +65,8 @@ def section_tokenizers(args, progress=print):
         f"`zoo data vocab` (`--vocab-size {vocab_size}`, which splits words into about 1.2 "
         "pieces on average, about what BERT's vocabulary does on English). zoo runs "
         f"`WordPieceTokenizer` in a tf.data pipeline (`batch({batch_size}).map(tokenizer, "
-        "num_parallel_calls=AUTOTUNE)`, `zoo.data.prefetched`); transformers runs `BertTokenizerFast(batch, "
+        "num_parallel_calls=AUTOTUNE)`, `zoo.data.prefetched`); transformers runs "
+        "`BertTokenizerFast(batch, "
         "add_special_tokens=False)` with its Rust thread pool. One warm-up pass each, then "
         f"the median of {args.repeats} alternated passes.", "",
         "| vocabulary | tokens | identical ids | zoo tokens/s | transformers tokens/s | ratio |",
@@ -72,4 +74,4 @@ def section_tokenizers(args, progress=print):
         f"| {'uncased' if lowercase else 'cased'}, {ours.vocabulary_size()} tokens "
         f"| {tokens:,} | {same:,}/{len(lines):,} lines | {rates['zoo']:,.0f} "
         f"| {rates['transformers']:,.0f} | {ratio:.2f} |", ""]
-    return lines_out, [("WordPiece tokens/s vs transformers' fast tokenizer", _target(ratio))]
+    return lines_out, [("WordPiece tokens/s vs transformers' fast tokenizer", target_cell(ratio))]

@@ -1,7 +1,7 @@
 """The weights and inputs every library of `models` and `finetune` loads, written once.
 
-`_prepared` runs `_prepare_weights` in a TensorFlow-backend subprocess (`prepare`), whatever
-backend the parent has.
+`prepare_in_subprocess` runs `prepare_weights` in a TensorFlow-backend subprocess (`prepare`),
+whatever backend the parent has.
 """
 
 import os
@@ -10,7 +10,7 @@ import sys
 from tools.benchmark.common import FAMILIES
 
 
-def _prepare_weights(root, families, batches, length, tiny=False):
+def prepare_weights(root, families, batches, length, tiny=False):
     """One set of random weights per family, written for every library; same inputs for all.
 
     keras-hub's backbones are created first (with their own initializers) and written as a
@@ -25,8 +25,9 @@ def _prepare_weights(root, families, batches, length, tiny=False):
     import keras_hub
     import numpy as np
 
+    # lazy: loads TensorFlow; `zoo --help` imports this module
     import zoo
-    from zoo.convert import from_keras_hub, to_huggingface
+    from zoo.convert import from_keras_hub, to_huggingface  # lazy: as above
 
     keras.utils.set_random_seed(0)
     rng = np.random.default_rng(0)
@@ -81,13 +82,13 @@ def _prepare_weights(root, families, batches, length, tiny=False):
 
 
 def prepare():
-    """Worker entry: write the weights and inputs of `_prepare_weights` (TensorFlow backend)."""
+    """Worker entry: write the weights and inputs of `prepare_weights` (TensorFlow backend)."""
     import json
 
-    _prepare_weights(*json.loads(sys.argv[1]))
+    prepare_weights(*json.loads(sys.argv[1]))
 
 
-def _prepared(root, families, batches, length, tiny):
+def prepare_in_subprocess(root, families, batches, length, tiny):
     import json
     import subprocess
 

@@ -1,7 +1,7 @@
 """The worker processes of `models` and `finetune`, and the alternated timing across them.
 
 Each contender (a library on a backend) runs in its own interpreter, as a server would: in one
-process, TensorFlow's spinning thread pools slowed torch 3x (see serving.py). The parent starts
+process, TensorFlow's spinning thread pools slowed torch down (see serving.py). The parent starts
 the workers, then asks them in turn for one timed call each, so a drift in machine load falls
 on all of them alike; between two calls it sleeps briefly so that the previous worker's thread
 pools stop spinning. All workers load the same weights and inputs, and the outputs are compared
@@ -16,8 +16,8 @@ import tempfile
 import time
 
 from tools.benchmark.common import FAMILIES
-from tools.benchmark.contenders import (_keras_contenders, _onnxruntime_contenders,
-                                        _transformers_contenders)
+from tools.benchmark.contenders import (keras_contenders, onnxruntime_contenders,
+                                        transformers_contenders)
 
 _PAUSE = 0.2  # seconds between two timed calls of different workers
 
@@ -38,11 +38,11 @@ def worker():
     def add(spec):
         library = spec["library"]
         if library in ("zoo", "keras-hub"):
-            built = _keras_contenders(spec, library)
+            built = keras_contenders(spec, library)
         elif library == "transformers":
-            built = _transformers_contenders(spec)
+            built = transformers_contenders(spec)
         else:
-            built = _onnxruntime_contenders(spec)
+            built = onnxruntime_contenders(spec)
         for name, fn in built.items():  # the first calls trace or compile: not timed
             fns[(spec["kind"], name)] = fn
             last[(spec["kind"], name)] = fn()
@@ -133,8 +133,8 @@ def _groups(family, kind, backends, bf16, tiny=False):
     """Lists of (library, backend, policies, modes) workers that are timed in alternation.
 
     Forward models are small: every contender of a family runs at once. A training worker
-    holds a model, its gradients and two AdamW slots (about 3.5 GB for BERT-base on
-    TensorFlow), so fine-tuning alternates zoo and keras-hub one backend and mode at a time;
+    holds a model, its gradients and two AdamW slots (gigabytes for BERT-base), so
+    fine-tuning alternates zoo and keras-hub one backend and mode at a time;
     with --tiny (two-layer models, a few MB) one worker per library and backend holds every
     mode: three interpreters instead of five on TensorFlow, transformers' included.
     """
@@ -155,8 +155,8 @@ def _groups(family, kind, backends, bf16, tiny=False):
                      ("onnxruntime", None, ["float32"], None)]]
 
 
-def _time_family(root, family, kind, batches, length, backends, bf16, repeats, progress,
-                 tiny=False, libraries=None, pool=None):
+def time_family(root, family, kind, batches, length, backends, bf16, repeats, progress,
+                tiny=False, libraries=None, pool=None):
     """{(worker label, contender name): (median seconds, check)}.
 
     The check is, for a forward pass, the largest absolute difference from transformers'
@@ -211,7 +211,7 @@ def _time_family(root, family, kind, batches, length, backends, bf16, repeats, p
 
 
 def close_pool(pool):
-    """Ends the workers of a `_time_family` pool."""
+    """Ends the workers of a `time_family` pool."""
     for w in pool.values():
         w.close()
     pool.clear()

@@ -21,11 +21,13 @@ import json
 
 from zoo import files
 from zoo.convert.core import ConversionError, Port, atomic_output, dense_ports, export_weights
-from zoo.convert.huggingface import WRITERS, _bert_ports, bert_config, check_bidirectional
+from zoo.convert.huggingface import WRITERS, bert_config, bert_ports, check_bidirectional
+from zoo.data.images import VIT_MEAN, VIT_STD
 from zoo.models import LSTMBackbone, ViTBackbone
 from zoo.models.head_models import (BertClassifier, BertFeatureTagger, BertMultipleChoice,
                                     BertPretrainer, BertSpanQA, BertTokenClassifier,
                                     CausalLanguageModel, GPTClassifier)
+from zoo.tokenizers.saving import save_huggingface
 
 # Heads with no transformers model that computes them, and why.
 REFUSED = {
@@ -99,8 +101,6 @@ def to_huggingface(model, path, progress=False, labels=None, tokenizer=None):
             json.dump(config, f, indent=2, sort_keys=True)
         save_file(tensors, str(staged / "model.safetensors"), metadata={"format": "pt"})
         if tokenizer is not None:
-            from zoo.tokenizers.saving import save_huggingface
-
             # A masked LM's "[MASK]" marks the blank (fill-mask), as in zoo's MLM export.
             masked_lm = getattr(model, "masked_lm", False)
             save_huggingface(tokenizer, str(staged), backbone.max_sequence_length,
@@ -111,8 +111,6 @@ def to_huggingface(model, path, progress=False, labels=None, tokenizer=None):
 
 def _write_image_processor(backbone, folder):
     """transformers' ViTImageProcessor settings for what `zoo.data.images` does to an image."""
-    from zoo.data.images import VIT_MEAN, VIT_STD
-
     size = backbone.image_size
     config = dict(image_processor_type="ViTImageProcessor", do_resize=True,
                   size={"height": size, "width": size}, resample=2,  # PIL bilinear
@@ -170,7 +168,7 @@ def _unused(variables):
 def _backbone(model, prefix, pooler):
     backbone = model.backbone
     check_bidirectional(model, backbone)
-    ports = _bert_ports(backbone, prefix)
+    ports = bert_ports(backbone, prefix)
     if backbone.pooler and not pooler:
         keys = {f"{prefix}pooler.dense.weight", f"{prefix}pooler.dense.bias"}
         ports = [p for p in ports if p.key not in keys]

@@ -1,6 +1,6 @@
 """Hugging Face checkpoints (config.json + safetensors) <-> zoo models, for BERT, GPT-1 and ViT.
 
-Each family has one explicit weight map per direction-independent naming (`_bert_ports`, ...)
+Each family has one explicit weight map per direction-independent naming (`bert_ports`, ...)
 used both to read and to write, and a config translation each way (`WRITERS`; the folder
 itself, fine-tuned heads, labels and tokenizer are written by `zoo.convert.hf_export`).
 transformers itself is never imported: config.json is read as JSON and tensors through
@@ -170,7 +170,7 @@ def _square(value, key, where):
 
 # === BERT ===
 
-def _bert_ports(backbone, prefix):
+def bert_ports(backbone, prefix):
     e = f"{prefix}embeddings."
     ports = [
         same(backbone.token_embedding.embeddings, e + "word_embeddings.weight"),
@@ -234,7 +234,7 @@ def _bert_from_hf(config, keys, with_head, where):
         activation=_lookup(_ACTIVATIONS, "hidden_act", c["hidden_act"], where),
         pooler=f"{prefix}pooler.dense.weight" in keys,
     )
-    ports = _bert_ports(backbone, prefix)
+    ports = bert_ports(backbone, prefix)
     # Checkpoints written before transformers 4.31 also hold this buffer.
     skipped = [f"{prefix}embeddings.position_ids"]
     if not with_head:
@@ -263,13 +263,13 @@ def _bert_to_hf(model):
             raise ConversionError(f"{model.name}: transformers' BertForMaskedLM has no pooler "
                                   "but the backbone has one; use pooler=False or add the "
                                   "next-sentence head")
-        ports = _bert_ports(backbone, "bert.") + _bert_head_ports(model)
+        ports = bert_ports(backbone, "bert.") + _bert_head_ports(model)
     else:
         architecture = "BertModel"
         if not backbone.pooler:
             raise ConversionError(f"{model.name}: transformers' BertModel always has a pooler "
                                   "but this backbone has pooler=False")
-        ports = _bert_ports(backbone, "")
+        ports = bert_ports(backbone, "")
     return bert_config(backbone, architecture, model.name), ports
 
 

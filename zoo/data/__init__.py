@@ -1,6 +1,9 @@
-"""Readers for every benchmark's official format, packing, and tf.data pipelines."""
+"""The benchmarks (one record each), readers for their official formats, packing, and tf.data
+pipelines."""
 
-from zoo.data.readers import TASKS, DataError, Examples, read_examples
+from zoo.data.benchmarks import BENCHMARKS, Benchmark
+from zoo.data.examples import Examples, read_examples
+from zoo.data.readers import DataError
 from zoo.data.causal_lm import causal_lm_dataset, causal_lm_shards_dataset, write_causal_lm_data
 from zoo.data.images import image_dataset, load_image
 from zoo.data.ner import AlignmentReport, align_tokens, ner_dataset

@@ -9,7 +9,9 @@ a block gives inputs `block[:-1]` and next-token targets `block[1:]` (transforme
 
 import tensorflow as tf
 
+from zoo import files, tokenizers
 from zoo.data.pipeline import prefetched
+from zoo.data.pretraining.chunks import CHUNK_BYTES, iter_chunk_documents, plan_chunks
 from zoo.data.pretraining.runner import ShardJob, run_job
 
 
@@ -44,7 +46,7 @@ def causal_lm_dataset(texts, tokenizer, sequence_length, batch_size, separator_t
         ([[5, 6, 7], [7, 6, 5]], [[6, 7, 8], [6, 5, 8]])
     """
 
-    @tf.autograph.experimental.do_not_convert  # TF ops only: AutoGraph would cost ~1 s
+    @tf.autograph.experimental.do_not_convert  # TF ops only: AutoGraph would only add tracing time
     def tokenize(batch):
         ids = tf.cast(tokenizer(batch), tf.int32)
         if separator_token_id is not None:
@@ -86,8 +88,6 @@ HELD_OUT_EVERY = 20  # every 20th document is held out for evaluation (5 %)
 def load_causal_lm_tokenizer(vocab):
     """The tokenizer of a tokenizer directory (BPE or WordPiece), or of a `vocab.txt` file
     (WordPiece, lower-cased)."""
-    from zoo import files, tokenizers
-
     if files.isdir(vocab):
         return tokenizers.from_huggingface(vocab)
     if files.isfile(vocab):
@@ -116,8 +116,6 @@ class CausalLmJob(ShardJob):
         """One record per document (run of non-blank lines; `[]` if it tokenized to nothing),
         at the place its corpus-wide index gives it, so the parts of all chunks concatenate
         into the round-robin layout."""
-        from zoo.data.pretraining.chunks import iter_chunk_documents
-
         counts = {split: {"documents": 0, "tokens": 0} for split in ("train", "dev")}
         shards = self.writers(chunk.index)["causal_lm"]
         try:
@@ -144,8 +142,6 @@ class CausalLmJob(ShardJob):
         return counts
 
     def metadata(self, counts):
-        from zoo import files
-
         totals = {split: {key: sum(c[split][key] for c in counts) for key in ("documents",
                                                                             "tokens")}
                   for split in ("train", "dev")}
@@ -190,8 +186,6 @@ def write_causal_lm_data(corpus_files, tokenizer, out, shards=4, chunk_bytes=Non
     Returns:
         The metadata (dict).
     """
-    from zoo.data.pretraining.chunks import CHUNK_BYTES, plan_chunks
-
     job = CausalLmJob(tokenizer, out, shards, list(corpus_files))
     job.tokenizer()  # a bad vocabulary fails here, before any work
     chunks = plan_chunks(corpus_files, chunk_bytes or CHUNK_BYTES, min_documents=1)

@@ -58,9 +58,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     and masks the logits as separate ops; written as matmul, scale and an additive mask,
     TensorFlow's graph optimizer fuses the three into one oneDNN kernel
     (`_MklFusedBatchMatMulV2`; its pattern needs the mask, so ViT keeps a separate scale),
-    and XLA (JAX) also compiles it faster. Measured on the `zoo benchmark models` weights,
-    batch 8, 2 cores: TensorFlow graph BERT-base and GPT-1 1.03x, ViT-B/16 1.02x; JAX
-    BERT-base 1.05x, ViT-B/16 1.07x; PyTorch unchanged (1.00).
+    and XLA (JAX) also compiles it faster: `zoo benchmark models` measures both (figures in
+    docs/measurements.md).
 
     Args:
         num_heads: number of attention heads; must divide the hidden size.

@@ -3,13 +3,13 @@ TensorFlow.
 
 The one TensorFlow-specific branch among the layers, and why: Keras' TensorFlow backend draws
 dropout masks with `tf.random.stateless_uniform` on the default algorithm, which XLA compiles
-on CPU as Philox; XLA's ThreeFry routine gives the same uniform distribution about 3.4x
-faster (24 dropouts of 1024 x 768 under `jit_compile=True`: 86.1 ms Philox, 25.3 ms ThreeFry,
-on the 2-core AMD EPYC of docs/benchmarks.md). Keras offers no choice of algorithm, and TensorFlow's
-non-XLA kernels have no ThreeFry, so the choice is made where the layer is traced: inside an
-XLA compilation (`tf.__internal__.get_enclosing_xla_context()`, what TensorFlow itself checks)
-it is ThreeFry, everywhere else it is `keras.layers.Dropout` unchanged (same masks for the same
-seed). JAX already draws with ThreeFry; PyTorch keeps its own generator.
+on CPU as Philox; XLA's ThreeFry routine gives the same uniform distribution faster
+(docs/measurements.md: time dropouts under `jit_compile=True` with each algorithm). Keras
+offers no choice of algorithm, and TensorFlow's non-XLA kernels have no ThreeFry, so the choice
+is made where the layer is traced: inside an XLA compilation
+(`tf.__internal__.get_enclosing_xla_context()`, what TensorFlow itself checks) it is ThreeFry,
+everywhere else it is `keras.layers.Dropout` unchanged (same masks for the same seed). JAX
+already draws with ThreeFry; PyTorch keeps its own generator.
 """
 
 import keras

@@ -5,7 +5,7 @@ from keras import ops
 
 from zoo.layers.dropout import Dropout
 from zoo.layers.initializers import clone_initializer
-from zoo.layers.transformer import _activation
+from zoo.layers.transformer import activation_function
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -44,7 +44,7 @@ class MaskedLMHead(keras.layers.Layer):
     def build(self, input_shape):
         hidden = input_shape[-1]
         self.transform_dense = keras.layers.Dense(
-            hidden, activation=_activation(self.activation),
+            hidden, activation=activation_function(self.activation),
             kernel_initializer=clone_initializer(self.kernel_initializer), dtype=self.dtype_policy,
             name="transform",
         )

@@ -54,7 +54,7 @@ class TransformerBlock(keras.layers.Layer):
             epsilon=self.layer_norm_epsilon, name="attention_norm", **common
         )
         self.ffn_intermediate = keras.layers.Dense(
-            self.intermediate_dim, activation=_activation(self.activation),
+            self.intermediate_dim, activation=activation_function(self.activation),
             name="ffn_intermediate", **dense()
         )
         self.ffn_output = keras.layers.Dense(hidden, name="ffn_output", **dense())
@@ -78,9 +78,8 @@ class TransformerBlock(keras.layers.Layer):
     def call(self, x, attention_mask=None, training=None):  # x: (batch, seq, hidden)
         # The block works on (batch * seq, hidden) rows. Same function, but on TensorFlow
         # every Dense is then a 2-D MatMul + BiasAdd (+ GELU) that the graph optimizer fuses
-        # into one oneDNN kernel; the 3-D path keeps them apart. Measured on BERT-base
-        # (`zoo benchmark models`, 2 cores): about 10 % faster in float32 and 1.5x in
-        # mixed_bfloat16, where the unfused bfloat16 GELU (Erfc) alone took 80 ms a call.
+        # into one oneDNN kernel; the 3-D path keeps them apart, which is slower, most of all
+        # in mixed_bfloat16 with its unfused bfloat16 GELU (docs/measurements.md).
         batch, seq, hidden = ops.shape(x)[0], ops.shape(x)[1], x.shape[-1]
         rows = ops.reshape(x, (-1, hidden))
         if self.normalize_first:
@@ -119,12 +118,10 @@ class RowDropout(Dropout):
     the random numbers are drawn in the same flat order; see `zoo.layers.Dropout`), applied
     to the row layout `TransformerBlock` uses for its own dropouts. Why: XLA on CPU compiles
     each shape of stateless random numbers into one routine, called by every dropout of that
-    shape; a shape used only once is inlined into an elementwise loop that was about 35x
-    slower (measured with Philox, before `zoo.layers.Dropout` drew ThreeFry under XLA). The
+    shape; a shape used only once is inlined into an elementwise loop, many times slower. The
     blocks' dropouts are all (batch * seq, hidden) or attention-shaped; a (batch, seq, hidden)
-    embeddings dropout was the one left alone: 156 ms of a 1.95 s BERT-base fine-tuning step,
-    against 4.5 ms for each of the 24 block dropouts of the same size (XLA profile, batch
-    8 x 128, the set-up of `zoo benchmark finetune`).
+    embeddings dropout was the one left alone, and cost more than any block dropout of the
+    same size (docs/measurements.md).
 
     Args:
         rate, noise_shape, seed: those of `keras.layers.Dropout`.
@@ -157,7 +154,7 @@ _ACTIVATIONS = {
 }
 
 
-def _activation(name):
+def activation_function(name):
     if name not in _ACTIVATIONS:
         raise ValueError(f"activation={name!r} is not one of {sorted(_ACTIVATIONS)}")
     return _ACTIVATIONS[name]

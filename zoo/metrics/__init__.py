@@ -1,51 +1,36 @@
-"""The benchmarks' own metrics, and the predictions files that `zoo score` reads.
+"""The benchmarks' own metrics, and `score`, the entry point of `zoo score`.
 
 This module holds the sentence-level metrics (GLUE, SNLI, SciTail) and the `score` entry
-point; each other task family's official scoring is a module beside it, registered in
-`SCORERS`.
+point; each other task family's official scoring is a module beside it, registered for its
+family in `SCORERS`. The predictions files of one label per example are `predictions`.
 
 Which metric each sentence-level task reports follows the GLUE paper (Wang et al., 2019,
 "GLUE: A Multi-Task Benchmark and Analysis Platform for Natural Language Understanding",
 section 3 and Table 1) and the BERT paper's Table 1 footnote (Devlin et al., 2019): Matthews
 correlation for CoLA, F1 of the positive class for QQP and MRPC (accuracy alongside), Spearman
 correlation for STS-B (Pearson alongside), accuracy for the others. SNLI and SciTail report
-accuracy as their papers do (Bowman et al., 2015; Khot et al., 2018). The first name in
-`METRICS[task]` is the one that picks the best checkpoint.
+accuracy as their papers do (Bowman et al., 2015; Khot et al., 2018). Each benchmark's record
+(`zoo.data.benchmarks`) names its metrics; the first name in `METRICS[task]` is the one that
+picks the best checkpoint.
 
 Degenerate inputs keep the libraries' conventions: MCC is 0.0 when either side is constant
 (sklearn), F1 is 0.0 when neither side has a positive, and Pearson and Spearman are nan when the
 predictions (or the gold scores) are constant, since a correlation with a constant is undefined
 (scipy warns with a ConstantInputWarning).
-
-Predictions files are GLUE submission TSVs: a header `index<TAB>prediction`, then one row per
-example with its 0-based number and the predicted label (or score), in any order.
 """
-
-import math
 
 import numpy as np
 from scipy import stats
 from sklearn import metrics as sklearn_metrics
 
-from zoo.data import TASKS, DataError, read_examples
-from zoo import files
-from zoo.files import write_text
+from zoo.data import BENCHMARKS, DataError, read_examples
 from zoo.metrics import choices, conll, images, squad
+from zoo.metrics.predictions import HEADER, read_predictions, write_predictions
 
-# Task -> metric names; the first is the main one (GLUE paper, BERT Table 1).
-METRICS = {
-    "glue/cola": ("mcc",),
-    "glue/sst2": ("accuracy",),
-    "glue/mrpc": ("f1", "accuracy"),
-    "glue/qqp": ("f1", "accuracy"),
-    "glue/stsb": ("spearman", "pearson"),
-    "glue/mnli": ("accuracy",),
-    "glue/qnli": ("accuracy",),
-    "glue/rte": ("accuracy",),
-    "glue/wnli": ("accuracy",),
-    "snli": ("accuracy",),
-    "scitail": ("accuracy",),
-}
+# Task -> metric names, from the benchmarks' records; the first is the main one (GLUE paper,
+# BERT Table 1).
+METRICS = {name: benchmark.metrics for name, benchmark in BENCHMARKS.items()
+           if benchmark.metrics}
 
 _FUNCTIONS = {
     "mcc": sklearn_metrics.matthews_corrcoef,
@@ -56,8 +41,6 @@ _FUNCTIONS = {
     "pearson": lambda gold, predicted: stats.pearsonr(gold, predicted).statistic,
     "spearman": lambda gold, predicted: stats.spearmanr(gold, predicted).statistic,
 }
-
-HEADER = "index\tprediction"
 
 
 def compute(task, gold, predicted):
@@ -77,112 +60,11 @@ def compute(task, gold, predicted):
     if len(gold) != len(predicted) or not len(gold):
         raise ValueError(f"expected as many predictions as gold labels (at least one), found "
                          f"{len(gold)} gold labels and {len(predicted)} predictions")
-    if TASKS[task].labels is None:
+    if BENCHMARKS[task].labels is None:
         gold, predicted = np.asarray(gold, dtype=float), np.asarray(predicted, dtype=float)
     else:
         gold, predicted = list(gold), list(predicted)
     return {name: float(_FUNCTIONS[name](gold, predicted)) for name in METRICS[task]}
-
-
-def write_predictions(path, predictions):
-    """Write a GLUE submission TSV: `index<TAB>prediction`, one row per example.
-
-    Labels are written as they are; scores as `repr(float(x))`, which reads back exactly. The
-    file is written to a temporary file beside `path` and renamed into place.
-
-    Example:
-        >>> import tempfile
-        >>> path = tempfile.mkdtemp() + "/predictions/dev.tsv"
-        >>> write_predictions(path, [2.5, 0.1])
-        >>> open(path).read().splitlines()
-        ['index\\tprediction', '0\\t2.5', '1\\t0.1']
-        >>> read_predictions(path, 2)
-        [2.5, 0.1]
-    """
-    rows = [HEADER]
-    for index, prediction in enumerate(predictions):
-        text = prediction if isinstance(prediction, str) else repr(float(prediction))
-        if set(text) & set("\t\r\n"):
-            raise ValueError(f"prediction {index} has a tab or line break: {text!r}")
-        rows.append(f"{index}\t{text}")
-    write_text(path, "".join(row + "\n" for row in rows))
-
-
-def _lines(path):
-    """(line number, text) per line, split on "\\n" only; a BOM and "\\r" endings are dropped."""
-    with files.open(path, "rb") as file:
-        for number, raw in enumerate(file, 1):
-            try:
-                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as error:
-                raise DataError(path, number, "undecodable bytes", "UTF-8 text",
-                                f"byte 0x{raw[error.start]:02x}") from None
-            yield number, text.removesuffix("\n").removesuffix("\r")
-
-
-def read_predictions(path, num_examples, labels=None):
-    """Read a GLUE submission TSV strictly: every index from 0 to num_examples - 1 once.
-
-    Args:
-        path: the file `write_predictions` (or a GLUE submission script) wrote.
-        num_examples: how many examples the gold file has.
-        labels: the allowed label names; None for scores (floats).
-
-    Returns:
-        The predictions ordered by index: label strings, or floats when `labels` is None.
-
-    Example:
-        >>> import tempfile
-        >>> path = tempfile.mkdtemp() + "/dev.tsv"
-        >>> _ = open(path, "w").write("index\\tprediction\\n1\\t0\\n0\\t1\\n")
-        >>> read_predictions(path, 2, labels=("0", "1"))
-        ['1', '0']
-    """
-    lines = _lines(path)
-    number, header = next(lines, (1, None))
-    if header != HEADER:
-        raise DataError(path, 1, "unexpected header", repr(HEADER),
-                        "an empty file" if header is None else repr(header[:200]))
-    predictions, seen = [None] * num_examples, {}
-    for number, text in lines:
-        fields = text.split("\t")
-        if len(fields) != 2:
-            raise DataError(path, number, "wrong column count", "2 tab-separated columns",
-                            len(fields))
-        index, value = fields
-        if not (index.isascii() and index.isdigit()):
-            raise DataError(path, number, "bad index", "a non-negative integer", repr(index))
-        index = int(index)
-        if index >= num_examples:
-            raise DataError(path, number, "index out of range",
-                            f"an index from 0 to {num_examples - 1}", index)
-        if index in seen:
-            raise DataError(path, number, "duplicate index", "each index once",
-                            f"index {index} again (first on line {seen[index]})")
-        seen[index] = number
-        predictions[index] = _value(path, number, value, labels)
-    if len(seen) < num_examples:
-        missing = [i for i in range(num_examples) if i not in seen]
-        listed = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
-        raise DataError(path, number + 1, "missing index", f"{num_examples} rows, one per "
-                        f"example", f"the end of the file without index {listed} "
-                        f"({len(missing)} missing)")
-    return predictions
-
-
-def _value(path, number, value, labels):
-    if labels is not None:
-        if value not in labels:
-            raise DataError(path, number, "unknown label", "one of " + ", ".join(labels),
-                            repr(value))
-        return value
-    try:
-        score = float(value)
-    except ValueError:
-        score = math.nan
-    if not math.isfinite(score):
-        raise DataError(path, number, "not a number", "a finite number", repr(value))
-    return score
 
 
 def _score_sentences(task, gold_path, predictions_path, **_):
@@ -193,19 +75,24 @@ def _score_sentences(task, gold_path, predictions_path, **_):
             raise DataError(gold_path, f"example {i} (id {example['id']!r})", "no gold label",
                             "a labelled file such as a dev file", "no label (a test file?)")
     gold = [example["label"] for example in examples]
-    predicted = read_predictions(predictions_path, len(gold), TASKS[task].labels)
+    predicted = read_predictions(predictions_path, len(gold), BENCHMARKS[task].labels)
     return {**compute(task, gold, predicted), "examples": len(gold)}
 
 
-# Task -> function(task, gold_path, predictions_path, **options) -> metrics. Span, tagging and
-# multiple-choice tasks, whose predictions files differ, register their modules' scorers here.
-SCORERS = {task: _score_sentences for task in METRICS}
-SCORERS["image_folder"] = images.score_image_folder
-SCORERS["conll2003"] = conll.score_conll
-SCORERS["squad_v1"] = SCORERS["squad_v2"] = squad.score
-SCORERS.update({task: choices.score_choices for task in ("swag", "race", "story_cloze")})
+# Task family -> function(task, gold_path, predictions_path, **options) -> metrics. Span,
+# tagging and multiple-choice tasks, whose predictions files differ, have their modules' scorers.
+FAMILY_SCORERS = {
+    "classification": _score_sentences,
+    "span_qa": squad.score,
+    "multiple_choice": choices.score_choices,
+    "tagging": conll.score_conll,
+    "image_classification": images.score_image_folder,
+}
+# Task -> its family's scorer.
+SCORERS = {name: FAMILY_SCORERS[benchmark.family] for name, benchmark in BENCHMARKS.items()}
 # Task -> the scoring options its scorer takes (`zoo score` flags, as keyword names).
-OPTIONS = {"squad_v2": ("na_prob",)}
+OPTIONS = {name: benchmark.scoring_options for name, benchmark in BENCHMARKS.items()
+           if benchmark.scoring_options}
 
 
 def score(task, gold_path, predictions_path, **options):
@@ -241,3 +128,7 @@ def score(task, gold_path, predictions_path, **options):
                           f"{name}" for name, names in OPTIONS.items())
         raise ValueError(f"task {task} takes no scoring option {', '.join(unknown)} ({users})")
     return SCORERS[task](task, gold_path, predictions_path, **options)
+
+
+__all__ = ["FAMILY_SCORERS", "HEADER", "METRICS", "OPTIONS", "SCORERS", "compute",
+           "read_predictions", "score", "write_predictions"]

@@ -16,13 +16,15 @@ id as the reader gives it (SWAG: `fold-ind`; RACE: `<file id>-<question number>`
 import logging
 
 from zoo.data import DataError, read_examples
+from zoo.data.benchmarks import names
+from zoo.data.readers.text import numbered_lines
 from zoo.files import write_text
 
 logger = logging.getLogger("zoo.metrics")
 
 HEADER = "id\tprediction"
 LEVELS = ("middle", "high")  # RACE-M, RACE-H
-TASKS = ("swag", "race", "story_cloze")
+TASKS = names("multiple_choice")  # swag, race, story_cloze
 
 
 def race_level(example_id):
@@ -97,9 +99,7 @@ def read_predictions(path, num_choices):
         an index that is not one of the question's choices or a wrong header is a `DataError`
         naming the file and line. Missing ids are for the caller to count.
     """
-    from zoo.metrics import _lines
-
-    lines = _lines(path)
+    lines = numbered_lines(path)
     number, header = next(lines, (1, None))
     if header != HEADER:
         raise DataError(path, 1, "unexpected header", repr(HEADER),

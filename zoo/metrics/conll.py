@@ -22,8 +22,8 @@ with one more column, the predicted tag, on every token line (`write_predictions
 
 import collections
 
-from zoo.data.readers import ENTITY_TYPES, DataError, Report
-from zoo.data.readers.text import _lines
+from zoo.data.readers import ENTITY_TYPES, DataError
+from zoo.data.readers.text import numbered_lines
 from zoo.files import write_text
 
 _TYPES = set(ENTITY_TYPES)
@@ -122,7 +122,7 @@ def _is_boundary(fields):
 
 
 def _read_lines(path):
-    lines = [(number, text) for number, text in _lines(path, Report(path))]
+    lines = list(numbered_lines(path))
     while lines and not lines[-1][1].strip():  # trailing blank lines do not count
         lines.pop()
     return lines
@@ -193,7 +193,7 @@ def write_predictions(gold_path, predicted, out_path):
         (50.0, 100.0)
     """
     out, sentence, tags = [], 0, None
-    for number, text in _lines(gold_path, Report(gold_path)):
+    for number, text in numbered_lines(gold_path):
         fields = text.split()
         if _is_boundary(fields):
             if tags is not None:

@@ -8,6 +8,7 @@ order, as `zoo evaluate` writes it.
 """
 
 from zoo.data import read_examples
+from zoo.metrics.predictions import read_predictions
 
 
 def accuracy(gold, predicted):
@@ -25,8 +26,6 @@ def accuracy(gold, predicted):
 
 def score_image_folder(task, gold_path, predictions_path, **_):
     """Top-1 accuracy of a predictions TSV against an image folder's class sub-folders."""
-    from zoo.metrics import read_predictions
-
     examples = read_examples(task, gold_path)
     classes = examples.labels
     gold = [classes[example["label"]] for example in examples]

@@ -4,7 +4,7 @@ import json
 import os
 
 from zoo import files
-from zoo.tokenizers.bpe import GPTTokenizer
+from zoo.tokenizers.bpe import ByteLevelBPETokenizer, GPTTokenizer
 from zoo.tokenizers.wordpiece import WordPieceTokenizer
 
 CONFIG_FILE = "tokenizer_config.json"  # transformers' name, so both libraries read our output
@@ -76,8 +76,6 @@ def _load(path, require_config, overrides):
     if {"vocab.json", "merges.txt"} <= names:
         vocabulary, merges = os.path.join(path, "vocab.json"), os.path.join(path, "merges.txt")
         if config.get("tokenizer_class") in _BYTE_LEVEL_CLASSES:
-            from zoo.tokenizers.bpe import ByteLevelBPETokenizer
-
             arguments = dict(add_prefix_space=config.get("add_prefix_space", False))
             arguments.update(overrides)
             return ByteLevelBPETokenizer(vocabulary, merges, **arguments)
@@ -136,8 +134,6 @@ def _from_tokenizer_json(where, config, config_path, overrides):
                   for rule in model.get("merges", [])]
         pre_tokenizer = spec.get("pre_tokenizer") or {}
         if pre_tokenizer.get("type") == "ByteLevel":
-            from zoo.tokenizers.bpe import ByteLevelBPETokenizer
-
             arguments = dict(add_prefix_space=pre_tokenizer.get("add_prefix_space", False))
             arguments.update(overrides)
             return ByteLevelBPETokenizer(vocabulary, merges, **arguments)

@@ -6,6 +6,7 @@ import os
 import tempfile
 
 from zoo import files
+from zoo.tokenizers.basic import BasicTokenizer
 from zoo.tokenizers.loading import CONFIG_FILE, from_directory
 
 WORDPIECE_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -110,8 +111,6 @@ def _batches(lines):
 def _train_wordpiece(corpus_files, size, staging, lowercase):
     import tensorflow as tf
     from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
-
-    from zoo.tokenizers.basic import BasicTokenizer
 
     basic = BasicTokenizer(lowercase=lowercase)
     split = tf.function(lambda texts: basic.words(texts).values,

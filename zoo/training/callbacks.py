@@ -176,14 +176,14 @@ def evaluate(task, model, run_dir, history, writer, examples_shown, keep_checkpo
     with writer.as_default():
         for name, value in metrics.items():
             tf.summary.scalar(name, value, step=step)
-        if examples_shown and predictions:
-            tf.summary.text("dev_examples", task.describe(predictions, examples_shown),
-                            step=step)
+        table = task.describe(predictions, examples_shown) if examples_shown and predictions \
+            else ""
+        if table:
+            tf.summary.text("dev_examples", table, step=step)
     writer.flush()
     if metrics.get(main, -math.inf) > best:
         save_model(model, os.path.join(run_dir, "best.keras"))
-        if hasattr(task, "save_extras"):  # what export needs besides the weights (SQuAD's tau)
-            task.save_extras(run_dir, metrics)
+        task.save_extras(run_dir, metrics)  # what export needs besides the weights
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
     print(f"\nstep {step}: {shown}", flush=True)
 

@@ -11,6 +11,7 @@ import os
 import keras
 
 from zoo import config as config_lib
+from zoo.models import layout
 
 
 def configure_devices(train):
@@ -181,7 +182,6 @@ def jax_distribution(train):
         raise config_lib.ConfigError(
             f"train.batch_size {train.batch_size}: must be a multiple of the mesh's 'batch' "
             f"axis, {batch} (train.devices {count} / train.model_parallel {model})")
-    from zoo.models import layout
 
     mesh = keras.distribution.DeviceMesh((batch, model), (layout.BATCH_AXIS, layout.MODEL_AXIS),
                                          devices)

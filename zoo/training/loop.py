@@ -1,5 +1,6 @@
-"""The fit loop of `zoo train`: step counts and rounds, the optimizer every task compiles
-with, and `fit`, which trains a task into a run directory and resumes it.
+"""The fit loop of `zoo train`: step counts and rounds, the optimizer and `compile_model`,
+and `fit`, which trains a task (the contract of `zoo.training.task`) into a run directory and
+resumes it.
 
 Training is cut into rounds of `train.eval_every` steps (Keras "epochs"): each round ends with
 an evaluation, a best-model check and a backup. A run killed at any point and started again
@@ -8,7 +9,6 @@ data order is a pure function of seed and position, `data_order.example_order`) 
 the weights an uninterrupted run would have.
 """
 
-import dataclasses
 import math
 import os
 
@@ -16,11 +16,11 @@ import keras
 
 from zoo import config as config_lib
 from zoo import files
+from zoo.optimization import build_optimizer
 from zoo.training import callbacks as callbacks_lib
 from zoo.training import distribution as distribution_lib
 from zoo.training import run_dir as run_dir_lib
-from zoo.training import run_lock
-from zoo.training import starting_points
+from zoo.training import run_lock, starting_points
 
 
 class Schedule:
@@ -40,24 +40,12 @@ class Schedule:
         self.rounds = math.ceil(self.total / self.eval_every)
 
 
-@dataclasses.dataclass
-class Phase:
-    """Rounds [first_round, last_round) trained on `dataset(skip_batches)`; a `dataset` that
-    also takes `input_context` is built once per worker (`distribution.distributed_dataset`)."""
-
-    first_round: int
-    last_round: int
-    dataset: object
-
-
 def optimizer(train, model, steps_per_epoch, total_steps=None, warmup_steps=None):
-    """The optimizer of a `TrainConfig` for `model`: every task's `compile` calls this.
+    """The optimizer of a `TrainConfig` for `model`, as `compile_model` builds it.
 
     AdamW (or SGD, `train.optimizer`) on the warmup + decay schedule of `train`, with its
     clipping, weight decay and epsilon; the step counts come from `Schedule` unless given.
     """
-    from zoo.optimization import build_optimizer
-
     if total_steps is None:
         schedule = Schedule(train, steps_per_epoch)
         total_steps, warmup_steps = schedule.total, schedule.warmup
@@ -65,6 +53,15 @@ def optimizer(train, model, steps_per_epoch, total_steps=None, warmup_steps=None
         train.learning_rate, total_steps, warmup_steps, schedule=train.schedule,
         weight_decay=train.weight_decay, clip_norm=train.clip_norm, epsilon=train.adam_epsilon,
         model=model, optimizer=train.optimizer, momentum=train.momentum)
+
+
+def compile_model(model, task, total_steps, warmup_steps):
+    """`model.compile` with the optimizer of `task.config.train` on `total_steps` and
+    `warmup_steps` (`optimizer`), and the task's own losses and metrics
+    (`task.losses_and_metrics`)."""
+    train = task.config.train
+    model.compile(optimizer=optimizer(train, model, None, total_steps, warmup_steps),
+                  jit_compile=train.jit_compile, **task.losses_and_metrics(model))
 
 
 def fit(config, task, run_dir, overwrite=False, shared_backup=None):
@@ -109,12 +106,12 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
         with scope:
             model = task.build_model()
             schedule = Schedule(train_config, task.steps_per_epoch())
-            task.compile(model, total_steps=schedule.total, warmup_steps=schedule.warmup)
+            compile_model(model, task, schedule.total, schedule.warmup)
             _build(model)
         # Everything is checked and built: only now is the run directory written.
         if not resuming:
             run_dir_lib.create_run_dir(config, run_dir, overwrite)
-        if getattr(task, "tokenizer", True) is not None:  # image tasks have no vocabulary
+        if task.tokenizer is not None:  # image tasks have no vocabulary
             starting_points.copy_vocabulary(config.model, run_dir)
         print(f"{config.task}: {type(model).__name__} of {model.count_params():,} parameters,"
               f" {schedule.total} steps of {train_config.batch_size} ({where})"

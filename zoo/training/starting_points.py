@@ -11,7 +11,9 @@ import keras
 import numpy as np
 
 from zoo import config as config_lib
-from zoo import files
+from zoo import convert, files, models, tokenizers
+from zoo.models import Backbone
+from zoo.models.presets import PRESETS
 from zoo.training.run_dir import run_dir_of
 
 
@@ -37,7 +39,6 @@ def vocabulary_path(model_config):
 
 def load_tokenizer(model_config, gpt=False):
     """The task tokenizer: WordPiece for BERT; GPT-1 BPE plus the fine-tuning tokens for GPT."""
-    from zoo import tokenizers
 
     path = vocabulary_path(model_config)
     if files.isfile(path):
@@ -103,8 +104,6 @@ def load_backbone(model_config, tokenizer, **overrides):
     (seeded) initialisation of the preset (GPT-1 Figure 2, left). `tokenizer` is None for
     models without a vocabulary (ViT).
     """
-    from zoo import models
-    from zoo.models.presets import PRESETS
 
     if model_config.preset not in PRESETS:
         raise config_lib.ConfigError(f"model.preset: unknown preset {model_config.preset!r}; "
@@ -180,8 +179,6 @@ def _in_block(path, first):
 
 
 def _load_checkpoint(path):
-    from zoo import convert
-
     if files.isfile(os.path.join(path, "config.yaml")):  # a zoo run directory
         for name in ("final.keras", "best.keras"):
             if files.isfile(os.path.join(path, name)):
@@ -208,6 +205,4 @@ def _load_checkpoint(path):
 
 
 def _backbone_of(model):
-    from zoo.models import Backbone
-
     return model if isinstance(model, Backbone) else model.backbone

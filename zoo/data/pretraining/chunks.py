@@ -17,8 +17,9 @@ import tensorflow as tf
 from zoo import files
 
 # Bytes of text per chunk: enough chunks that a few workers share the corpus evenly (80 MB is
-# 10 chunks), small enough that a chunk's documents, as Python lists of ids (~14 bytes a byte
-# of text), stay near 100 MB.
+# 10 chunks), small enough that a chunk's documents, as Python lists of ids (many times the
+# size of their text), stay well within a worker's memory (`zoo benchmark data` reports the
+# peak).
 CHUNK_BYTES = 8 * 2**20
 
 # One file's byte range [start, end) whose first line is line `first_line` of the file.

@@ -11,12 +11,13 @@ import random
 
 import tensorflow as tf
 
-from zoo import files
+from zoo import files, tokenizers
 from zoo.data.pretraining.chunks import CHUNK_BYTES, Segment, iter_chunk_documents, plan_chunks
 from zoo.data.pretraining.runner import ShardJob, run_job
 
-# Documents per pool (`iter_pools`): Wikipedia's articles run about 3 KB each, so a pool is
-# ~15 MB of text, held as Python lists of ids (~14 bytes per byte of text): ~200 MB.
+# Documents per pool (`iter_pools`): a pool of Wikipedia articles is held as Python lists of
+# ids, many times the size of its text, so the pool size bounds a worker's memory
+# (`zoo benchmark data` reports the peak).
 POOL_SIZE = 5000
 
 
@@ -27,8 +28,6 @@ def load_tokenizer(vocab):
         vocab: path of a `vocab.txt`, or of a directory written by `zoo data vocab` or holding
             a Hugging Face BERT tokenizer (its tokenizer_config.json sets casing).
     """
-    from zoo import tokenizers
-
     if files.isdir(vocab):
         tokenizer = tokenizers.from_huggingface(vocab)
     elif files.isfile(vocab):

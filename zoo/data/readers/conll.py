@@ -1,7 +1,7 @@
 """CoNLL-2003 named entities: the tag set, IOB1 to IOB2, and the column files."""
 
 from zoo.data.readers.errors import DataError
-from zoo.data.readers.text import _lines
+from zoo.data.readers.text import numbered_lines
 
 ENTITY_TYPES = ("PER", "ORG", "LOC", "MISC")
 # The order of the tag ids: HF `conll2003`, which converted models' heads use.
@@ -26,7 +26,7 @@ def to_iob2(tags):
 _CONLL_COLUMNS = {2: "2 columns (word tag)", 4: "4 columns (token POS chunk NER)"}
 
 
-def _read_conll2003(path, report, convert_to_iob2=False):
+def read_conll2003(path, report, convert_to_iob2=False):
     """Sentences of CoNLL lines; a bad line skips its whole sentence.
 
     Two layouts are read, detected from the file's first token line: the original four
@@ -43,7 +43,7 @@ def _read_conll2003(path, report, convert_to_iob2=False):
                               for i, t in enumerate(tags))
         return {"words": words, "tags": to_iob2(tags) if convert_to_iob2 else tags}
 
-    for number, text in _lines(path, report):
+    for number, text in numbered_lines(path, report):
         if text is None:
             bad = True
             continue

@@ -5,11 +5,12 @@ import itertools
 import re
 
 from zoo.data.readers.errors import DataError
-from zoo.data.readers.text import _checked, _columns, _get, _json_line, _label, _lines
+from zoo.data.readers.text import (checked_label, checked_rows, column_index, json_field,
+                                   json_line, numbered_lines)
 
 
 @dataclasses.dataclass(frozen=True)
-class _Tsv:
+class TsvLayout:
     """Layout of one tab-separated format.
 
     `columns` maps example keys to column names; "id" and "label" may be absent from a file
@@ -28,10 +29,12 @@ class _Tsv:
 _SCORE = re.compile(r"[0-9]+(\.[0-9]*)?|\.[0-9]+")
 
 
-def _read_tsv(layout, path, report):
+def read_tsv(layout, path, report):
+    """{"id", "sentence1", "sentence2" (pair tasks), "label"} per row of a GLUE-style TSV file
+    laid out as `layout` (a `TsvLayout`); bad rows go to `report`."""
     # Never CSV quoting: GLUE sentences contain unbalanced quotes (MRPC's `" the witness "`),
     # and a quote-aware parser silently merges rows. A tab is the only separator.
-    lines = _lines(path, report)
+    lines = numbered_lines(path, report)
     number, text = next(lines)
     if text is None:
         raise DataError(path, 1, "unexpected header", "a UTF-8 first line", "undecodable bytes")
@@ -42,8 +45,8 @@ def _read_tsv(layout, path, report):
     else:
         header = first
     text_keys = [key for key in ("sentence1", "sentence2") if key in layout.columns]
-    index = _columns(path, header, [layout.columns[key] for key in text_keys],
-                     [layout.columns[key] for key in ("id", "label") if key in layout.columns])
+    index = column_index(path, header, [layout.columns[key] for key in text_keys],
+                         [layout.columns[key] for key in ("id", "label") if key in layout.columns])
     index = {key: index[name] for key, name in layout.columns.items() if name in index}
 
     def build(number, text):
@@ -60,31 +63,33 @@ def _read_tsv(layout, path, report):
         if "label" in index:
             value = fields[index["label"]]
             if layout.labels is not None:
-                example["label"] = _label(path, number, value, layout.labels)
+                example["label"] = checked_label(path, number, value, layout.labels)
             elif _SCORE.fullmatch(value) and float(value) <= 5:
                 example["label"] = float(value)
             else:
                 raise DataError(path, number, "unknown label", "a score from 0 to 5", repr(value))
         return example
 
-    yield from _checked(lines, build, report)
+    yield from checked_rows(lines, build, report)
 
 
 # === NLI in JSON lines (SNLI) ===
 
 
-def _read_nli_jsonl(labels, path, report):
+def read_nli_jsonl(labels, path, report):
+    """{"id", "sentence1", "sentence2", "label"} per line of SNLI's JSON lines, `labels` the
+    allowed gold labels; pairs without a gold label ("-") are skipped and counted."""
     def build(number, text):
         if text is None:
             return None
-        record = _json_line(path, number, text)
-        fields = {key: _get(record, key, str, path, number)
+        record = json_line(path, number, text)
+        fields = {key: json_field(record, key, str, path, number)
                   for key in ("pairID", "sentence1", "sentence2", "gold_label")}
         if fields["gold_label"] == "-":  # no majority among the annotators (SNLI paper, 2.2)
             report.skip(path, number, "no gold label")
             return None
         return {"id": fields["pairID"], "sentence1": fields["sentence1"],
                 "sentence2": fields["sentence2"],
-                "label": _label(path, number, fields["gold_label"], labels)}
+                "label": checked_label(path, number, fields["gold_label"], labels)}
 
-    yield from _checked(_lines(path, report), build, report)
+    yield from checked_rows(numbered_lines(path, report), build, report)

@@ -4,7 +4,7 @@ import os
 
 from zoo import files
 from zoo.data.readers.errors import DataError
-from zoo.data.readers.text import _walk_visible
+from zoo.data.readers.text import walk_visible
 
 # What tf.io.decode_image reads, by extension and by the file's first bytes.
 IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
@@ -28,7 +28,8 @@ def image_classes(path):
     return classes
 
 
-def _read_image_folder(path, report):
+def read_image_folder(path, report):
+    """{"path", "label"} per image of an image folder, label the index of its class folder."""
     classes = image_classes(path)
     # Hidden files (.DS_Store, ._x.jpg from macOS) are not rows; any other stray file is.
     for entry in sorted(os.path.join(path, name) for name in files.listdir(path)
@@ -38,7 +39,7 @@ def _read_image_folder(path, report):
                                      "images inside the class sub-folders", "a file"))
     for label, name in enumerate(classes):
         count = 0
-        for root, names in _walk_visible(os.path.join(path, name)):
+        for root, names in walk_visible(os.path.join(path, name)):
             for file in names:
                 file = os.path.join(root, file)
                 try:

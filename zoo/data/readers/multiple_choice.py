@@ -6,8 +6,8 @@ import os
 
 from zoo import files
 from zoo.data.readers.errors import DataError
-from zoo.data.readers.text import (_checked, _columns, _get, _label, _lines, _load_json,
-                                   _walk_visible)
+from zoo.data.readers.text import (checked_label, checked_rows, column_index, json_field,
+                                   load_json, numbered_lines, walk_visible)
 
 
 def _csv_records(path, report):
@@ -15,7 +15,7 @@ def _csv_records(path, report):
     state = {"first": None}
 
     def texts():
-        for number, text in _lines(path, report, keep_ends=True):
+        for number, text in numbered_lines(path, report, keep_ends=True):
             if text is not None:
                 if state["first"] is None:
                     state["first"] = number
@@ -42,7 +42,7 @@ def _csv_table(path, report, required, optional):
     if header is None:
         raise DataError(path, number, "unexpected header", "a CSV header line",
                         "malformed CSV or undecodable bytes")
-    index = _columns(path, header, required, optional)
+    index = column_index(path, header, required, optional)
     for number, fields in records:
         if fields is not None and len(fields) != len(header):
             report.bad_row(DataError(path, number, "wrong column count",
@@ -54,11 +54,12 @@ def _csv_table(path, report, required, optional):
 _SWAG_ENDINGS = ("ending0", "ending1", "ending2", "ending3")
 
 
-def _read_swag(path, report):
+def read_swag(path, report):
+    """SWAG's CSV (train, val, test): the context and four endings per row."""
     def build(number, fields, index):
         label = None
         if "label" in index:
-            label = int(_label(path, number, fields[index["label"]], ("0", "1", "2", "3")))
+            label = int(checked_label(path, number, fields[index["label"]], ("0", "1", "2", "3")))
         # sent2 is the start of the second sentence that every ending completes.
         start = fields[index["sent2"]]
         return {"id": fields[index["fold-ind"]] if "fold-ind" in index else str(number),
@@ -67,31 +68,35 @@ def _read_swag(path, report):
                 "label": label}
 
     rows = _csv_table(path, report, ("sent1", "sent2", *_SWAG_ENDINGS), ("fold-ind", "label"))
-    yield from _checked(rows, build, report)
+    yield from checked_rows(rows, build, report)
 
 
 _STORY = ("InputStoryid", "InputSentence1", "InputSentence2", "InputSentence3",
           "InputSentence4", "RandomFifthSentenceQuiz1", "RandomFifthSentenceQuiz2")
 
 
-def _read_story_cloze(path, report):
+def read_story_cloze(path, report):
+    """Story Cloze's CSV: four sentences of a story and its two candidate endings."""
     def build(number, fields, index):
         label = None
         if "AnswerRightEnding" in index:
-            label = int(_label(path, number, fields[index["AnswerRightEnding"]], ("1", "2"))) - 1
+            answer = fields[index["AnswerRightEnding"]]
+            label = int(checked_label(path, number, answer, ("1", "2"))) - 1
         return {"id": fields[index["InputStoryid"]],
                 "context": " ".join(fields[index[f"InputSentence{i}"]] for i in range(1, 5)),
                 "choices": [fields[index["RandomFifthSentenceQuiz1"]],
                             fields[index["RandomFifthSentenceQuiz2"]]],
                 "label": label}
 
-    yield from _checked(_csv_table(path, report, _STORY, ("AnswerRightEnding",)), build, report)
+    yield from checked_rows(_csv_table(path, report, _STORY, ("AnswerRightEnding",)), build, report)
 
 
-def _read_race(path, report):
+def read_race(path, report):
+    """RACE: a directory of .txt files (searched recursively) or one file, each one JSON
+    document of an article and its questions; one example per question."""
     if files.isdir(path):
         # Hidden names are skipped, as for image folders: macOS writes AppleDouble `._1.txt`.
-        paths = sorted(os.path.join(root, name) for root, names in _walk_visible(path)
+        paths = sorted(os.path.join(root, name) for root, names in walk_visible(path)
                        for name in names if name.endswith(".txt"))
         if not paths:
             raise DataError(path, None, "no RACE files",
@@ -102,11 +107,11 @@ def _read_race(path, report):
     def questions():
         for file in paths:
             try:
-                record = _load_json(file)
-                article = _get(record, "article", str, file, None)
-                lists = [_get(record, key, list, file, None)
+                record = load_json(file)
+                article = json_field(record, "article", str, file, None)
+                lists = [json_field(record, key, list, file, None)
                          for key in ("questions", "options", "answers")]
-                file_id = _get(record, "id", str, file, None)
+                file_id = json_field(record, "id", str, file, None)
                 if len({len(items) for items in lists}) != 1:
                     raise DataError(file, None, "mismatched lists",
                                     "as many options and answers as questions",
@@ -129,4 +134,4 @@ def _read_race(path, report):
         return {"id": f"{file_id}-{i}", "context": article, "question": question,
                 "choices": list(options), "label": "ABCD".index(answer)}
 
-    yield from _checked(questions(), build, report)
+    yield from checked_rows(questions(), build, report)

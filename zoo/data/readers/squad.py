@@ -1,26 +1,28 @@
 """SQuAD 1.1 and 2.0: the official JSON document, one example per question."""
 
 from zoo.data.readers.errors import DataError
-from zoo.data.readers.text import _checked, _get, _load_json
+from zoo.data.readers.text import checked_rows, json_field, load_json
 
 
-def _read_squad(version, path, report):
-    document = _load_json(path)
-    articles = _get(document, "data", list, path, "the top level")
+def read_squad(version, path, report):
+    """One example per question of a SQuAD `version` (1 or 2) JSON document, answers checked
+    against their context."""
+    document = load_json(path)
+    articles = json_field(document, "data", list, path, "the top level")
 
     def paragraphs():
         """(location, context, qa) for every question; malformed containers are bad rows."""
         for a, article in enumerate(articles):
             try:
-                items = _get(article, "paragraphs", list, path, f"data[{a}]")
+                items = json_field(article, "paragraphs", list, path, f"data[{a}]")
             except DataError as error:
                 report.bad_row(error)
                 continue
             for p, paragraph in enumerate(items):
                 where = f"data[{a}].paragraphs[{p}]"
                 try:
-                    context = _get(paragraph, "context", str, path, where)
-                    qas = _get(paragraph, "qas", list, path, where)
+                    context = json_field(paragraph, "context", str, path, where)
+                    qas = json_field(paragraph, "qas", list, path, where)
                 except DataError as error:
                     report.bad_row(error)
                     continue
@@ -28,15 +30,15 @@ def _read_squad(version, path, report):
                     yield f"{where}.qas[{q}]", context, qa
 
     def build(where, context, qa):
-        qa_id = _get(qa, "id", str, path, where)
+        qa_id = json_field(qa, "id", str, path, where)
         where = f"{where} (id {qa_id!r})"
-        question = _get(qa, "question", str, path, where)
-        answers = _get(qa, "answers", list, path, where)
+        question = json_field(qa, "question", str, path, where)
+        answers = json_field(qa, "answers", list, path, where)
         if not context.strip():
             raise DataError(path, where, "empty context", "a paragraph with text",
                             repr(context))
         if version == 2:
-            impossible = _get(qa, "is_impossible", bool, path, where)
+            impossible = json_field(qa, "is_impossible", bool, path, where)
         elif qa.get("is_impossible", False) is not False:
             raise DataError(path, where, "unanswerable question", "SQuAD 1.1 questions",
                             "is_impossible: true (a SQuAD 2.0 file? use task squad_v2)")
@@ -49,8 +51,8 @@ def _read_squad(version, path, report):
             raise DataError(path, where, "no answers", "at least one answer", "none")
         checked = []
         for answer in answers:
-            text = _get(answer, "text", str, path, where)
-            start = _get(answer, "answer_start", int, path, where)
+            text = json_field(answer, "text", str, path, where)
+            start = json_field(answer, "answer_start", int, path, where)
             # Offsets count characters, not bytes: "24–10" is 5 characters.
             if not text or start < 0 or context[start:start + len(text)] != text:
                 raise DataError(path, where, "answer_start does not match the answer text",
@@ -60,4 +62,4 @@ def _read_squad(version, path, report):
         return {"id": qa_id, "question": question, "context": context, "answers": checked,
                 "is_impossible": impossible}
 
-    yield from _checked(paragraphs(), build, report)
+    yield from checked_rows(paragraphs(), build, report)

@@ -1,15 +1,17 @@
 """The text reading every reader shares: numbered UTF-8 lines, JSON, typed fields, columns.
 
+The benchmark readers beside this module and `zoo.metrics` (predictions files) read through
+these, so a file is split into lines, decoded and checked the same way wherever it is read.
 Each failure is a `DataError` naming the file and the line.
 """
 
 import json
 
 from zoo import files
-from zoo.data.readers.errors import DataError
+from zoo.data.readers.errors import DataError, Report
 
 
-def _walk_visible(top):
+def walk_visible(top):
     """(folder, file names) of the tree under `top`, top-down with folders and names in sorted
     order; hidden names (".DS_Store", macOS's "._x.jpg", ".git/") are skipped, folders with
     their contents. The same order on a local disk and on a remote filesystem."""
@@ -23,14 +25,23 @@ def _undecodable(path, line, raw, error, offset):
                      f"byte 0x{raw[error.start]:02x} at byte offset {offset + error.start}")
 
 
-def _lines(path, report, keep_ends=False):
+def numbered_lines(path, report=None, keep_ends=False):
     """(line number, text) for each line of a UTF-8 file, streamed.
 
     Lines split on "\\n" only, so a stray "\\r", form feed or U+2028 inside a field stays in it
     (str.splitlines would cut the row there). "\\r\\n" endings are accepted and a leading
     byte-order mark is dropped: GLUE's MRPC files start with one. An undecodable line is a
     bad row; when it is skipped its text is None, so callers can drop what it belonged to.
+    Without a `report` every bad row is an error. An empty file is an error.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "dev.tsv"
+        >>> _ = path.write_bytes(b"\\xef\\xbb\\xbfindex\\tlabel\\r\\n0\\t1\\n")
+        >>> list(numbered_lines(path))
+        [(1, 'index\\tlabel'), (2, '0\\t1')]
     """
+    report = Report(path) if report is None else report
     offset = 0
     with files.open(path, "rb") as file:
         for number, raw in enumerate(file, 1):
@@ -50,7 +61,7 @@ def _lines(path, report, keep_ends=False):
         raise DataError(path, None, "empty file", "at least one line", "0 bytes")
 
 
-def _load_json(path):
+def load_json(path):
     """One JSON document (SQuAD, a RACE file); errors carry the line of the problem."""
     if files.getsize(path) == 0:
         raise DataError(path, None, "empty file", "a JSON document", "0 bytes")
@@ -76,7 +87,8 @@ def _load_json(path):
                         "nesting too deep to parse") from None
 
 
-def _json_line(path, number, text):
+def json_line(path, number, text):
+    """The JSON object on line `number` of a JSON-lines file (SNLI)."""
     try:
         record = json.loads(text)
     except json.JSONDecodeError as error:
@@ -94,7 +106,7 @@ _JSON_TYPES = {str: "a string", int: "an integer", bool: "true or false", list: 
                dict: "an object"}
 
 
-def _get(record, key, kind, path, where):
+def json_field(record, key, kind, path, where):
     """record[key], checked to be a JSON value of type `kind`."""
     if not isinstance(record, dict):
         raise DataError(path, where, "wrong type", "a JSON object", type(record).__name__)
@@ -109,7 +121,7 @@ def _get(record, key, kind, path, where):
     return value
 
 
-def _checked(rows, build, report):
+def checked_rows(rows, build, report):
     """build(*row) for each row; a DataError is raised, or counted and the row skipped."""
     for row in rows:
         try:
@@ -121,14 +133,15 @@ def _checked(rows, build, report):
             yield example
 
 
-def _label(path, number, text, labels):
+def checked_label(path, number, text, labels):
+    """`text` if it is one of `labels`, else a DataError for line `number`."""
     if text not in labels:
         raise DataError(path, number, "unknown label", "one of " + ", ".join(labels),
                         repr(text))
     return text
 
 
-def _columns(path, header, required, optional=()):
+def column_index(path, header, required, optional=()):
     """Column index by name for a header line; every required name must be there."""
     missing = [name for name in required if name not in header]
     if missing:

@@ -41,7 +41,7 @@ import os
 import random
 
 from zoo import files
-from zoo.data.samples.common import CORPUS, LAYOUT, MANIFEST, TRAIN, _write_text, training_rows
+from zoo.data.samples.common import CORPUS, LAYOUT, MANIFEST, TRAIN, training_rows
 from zoo.data.samples.corpus import write_corpus
 from zoo.data.samples.endings import write_story_cloze, write_swag
 from zoo.data.samples.entities import write_conll2003
@@ -91,7 +91,7 @@ def write_samples(out, seed=0, train_rows=TRAIN):
         _write_all(tmp, seed, train_rows)
         manifest = {"seed": seed, "train_rows": train_rows, "tasks": copy.deepcopy(LAYOUT),
                     "corpus": CORPUS}
-        _write_text(os.path.join(tmp, MANIFEST), json.dumps(manifest, indent=2) + "\n")
+        files.write_text(os.path.join(tmp, MANIFEST), json.dumps(manifest, indent=2) + "\n")
         if files.exists(out):
             # Not `tmp + ".old"`: ram:// would take that for a child of `tmp`.
             old = os.path.join(parent, f".old{os.path.basename(tmp)}")

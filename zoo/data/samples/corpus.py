@@ -2,10 +2,11 @@
 
 import os
 
-from zoo.data.samples.common import CORPUS, _write_text
-from zoo.data.samples.pairs import _nli
-from zoo.data.samples.questions import FACTS, _fact
-from zoo.data.samples.words import CITIES, DAYS, FILM, NEGATIVE, POSITIVE, _person
+from zoo import files
+from zoo.data.samples.common import CORPUS
+from zoo.data.samples.pairs import nli_pair
+from zoo.data.samples.questions import FACTS, fact
+from zoo.data.samples.words import CITIES, DAYS, FILM, NEGATIVE, POSITIVE, random_person
 
 def write_corpus(root, rng):
     documents = []
@@ -18,9 +19,10 @@ def write_corpus(root, rng):
             sentences += [f"Critics called the {rng.choice(FILM)} {a} and {b}."
                           for a, b in (rng.sample(words, 2) for _ in range(rng.randrange(2, 5)))]
         else:  # a short biography: facts about one person, then what they did
-            person = _person(rng)
-            sentences = [_fact(rng, person, relation)[0]
+            person = random_person(rng)
+            sentences = [fact(rng, person, relation)[0]
                          for relation in rng.sample(sorted(FACTS), rng.randrange(2, 5))]
-            sentences += [_nli(rng, "entailment", person)[0] for _ in range(rng.randrange(1, 4))]
+            sentences += [nli_pair(rng, "entailment", person)[0]
+                          for _ in range(rng.randrange(1, 4))]
         documents.append("".join(sentence + "\n" for sentence in sentences))
-    _write_text(os.path.join(root, CORPUS), "\n".join(documents))
+    files.write_text(os.path.join(root, CORPUS), "\n".join(documents))

@@ -5,7 +5,7 @@ SWAG's right ending uses the object the context picked up; Story Cloze's has the
 
 import uuid
 
-from zoo.data.samples.common import LAYOUT, _write_csv, row_count
+from zoo.data.samples.common import LAYOUT, row_count, write_csv
 from zoo.data.samples.words import FIRST
 
 ACTIVITIES = {
@@ -40,9 +40,9 @@ def write_swag(root, rng):
                          rng.choice(["gold", "gen"]), *endings,
                          endings.index(ACTIVITIES[thing])])
         if split == "test":  # unlabelled
-            _write_csv(root, path, header[:-1], [row[:-1] for row in rows])
+            write_csv(root, path, header[:-1], [row[:-1] for row in rows])
         else:
-            _write_csv(root, path, header, rows)
+            write_csv(root, path, header, rows)
 
 
 def write_story_cloze(root, rng):
@@ -68,4 +68,4 @@ def write_story_cloze(root, rng):
             endings = [right, wrong] if first else [wrong, right]
             story_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
             rows.append([story_id, *story, *endings, 1 if first else 2])
-        _write_csv(root, path, header, rows)
+        write_csv(root, path, header, rows)

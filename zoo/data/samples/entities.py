@@ -2,8 +2,9 @@
 
 import os
 
-from zoo.data.samples.common import LAYOUT, _write_text
-from zoo.data.samples.words import CITIES, COMPANIES, NATIONALITIES, _person
+from zoo import files
+from zoo.data.samples.common import LAYOUT
+from zoo.data.samples.words import CITIES, COMPANIES, NATIONALITIES, random_person
 
 # Templates: slot words in braces become entities; other words take POS tags from LEXICON.
 NER_TEMPLATES = [
@@ -36,7 +37,7 @@ def _ner_sentence(rng):
     for part in rng.choice(NER_TEMPLATES).split():
         if part.startswith("{"):
             kind = part[1:-1]
-            name = _person(rng) if kind == "PER" else rng.choice(GAZETTEER[kind])
+            name = random_person(rng) if kind == "PER" else rng.choice(GAZETTEER[kind])
             words = name.split()
             pos = "JJ" if kind == "MISC" else "NNP"
             tokens += [(w, pos, ("B-" if j == 0 else "I-") + kind) for j, w in enumerate(words)]
@@ -58,4 +59,4 @@ def write_conll2003(root, rng):
             lines += ["-DOCSTART- -X- -X- O", ""]
             for _ in range(rng.randrange(5, 15)):
                 lines += [" ".join(row) for row in _ner_sentence(rng)] + [""]
-        _write_text(os.path.join(root, path), "".join(line + "\n" for line in lines))
+        files.write_text(os.path.join(root, path), "".join(line + "\n" for line in lines))

@@ -7,14 +7,16 @@ them, neutral adds new ones.
 import json
 import os
 
-from zoo.data.samples.common import LAYOUT, _splits, _write_text, _write_tsv, row_count
+from zoo import files
+from zoo.data.samples.common import LAYOUT, row_count, rows_per_split, write_tsv
 from zoo.data.samples.words import (CITIES, COMPANIES, DAYS, EXTRAS, FILM, NEGATIVE, NOUNS,
-                                    OBJECTS, POSITIVE, PRESENT, SKILLS, VERBS, _binary_parse,
-                                    _other, _parse, _person)
+                                    OBJECTS, POSITIVE, PRESENT, SKILLS, VERBS, binary_parse,
+                                    other_than, parse_tree, random_person)
 
-def _nli(rng, label, name=None):
+
+def nli_pair(rng, label, name=None):
     """(premise, hypothesis) for "entailment", "neutral" or "contradiction"."""
-    name, (verb, base) = name or _person(rng), rng.choice(VERBS)
+    name, (verb, base) = name or random_person(rng), rng.choice(VERBS)
     thing, city, day = rng.choice(OBJECTS), rng.choice(CITIES), rng.choice(DAYS)
     premise = f"{name} {verb} the {thing} in {city} on {day}."
     hypothesis = rng.choice({
@@ -34,7 +36,7 @@ _NLI_LABELS = ("entailment", "neutral", "contradiction")
 
 def _two_way(rng):
     label = rng.choice(["entailment", "entailment", "neutral", "contradiction"])
-    return label, *_nli(rng, label)
+    return label, *nli_pair(rng, label)
 
 
 def _write_two_way(task, names, root, rng):
@@ -42,11 +44,11 @@ def _write_two_way(task, names, root, rng):
         label, premise, hypothesis = _two_way(rng)
         return [i, premise, hypothesis, names[label != "entailment"]]
 
-    for split, rows in _splits(task, rng, make).items():
+    for split, rows in rows_per_split(task, rng, make).items():
         header = ["index", "sentence1", "sentence2", "label"]
         if split == "test":
             header, rows = header[:3], [row[:3] for row in rows]
-        _write_tsv(root, LAYOUT[task][split], header, rows)
+        write_tsv(root, LAYOUT[task][split], header, rows)
 
 
 def write_rte(root, rng):
@@ -74,12 +76,12 @@ def write_cola(root, rng):
             words = [words[0].capitalize()] + [w.lower() if w == "The" else w for w in words[1:]]
         return [rng.choice(sources), int(label), "" if label else "*", " ".join(words) + "."]
 
-    for split, rows in _splits("glue/cola", rng, make).items():
+    for split, rows in rows_per_split("glue/cola", rng, make).items():
         if split == "test":
-            _write_tsv(root, LAYOUT["glue/cola"][split], ["index", "sentence"],
-                       [[i, row[3]] for i, row in enumerate(rows)])
+            write_tsv(root, LAYOUT["glue/cola"][split], ["index", "sentence"],
+                      [[i, row[3]] for i, row in enumerate(rows)])
         else:  # no header: source, label, original judgement, sentence
-            _write_tsv(root, LAYOUT["glue/cola"][split], None, rows)
+            write_tsv(root, LAYOUT["glue/cola"][split], None, rows)
 
 
 def write_sst2(root, rng):
@@ -91,37 +93,37 @@ def write_sst2(root, rng):
         a, b = rng.sample(POSITIVE if label else NEGATIVE, 2)
         return [rng.choice(templates).format(noun=rng.choice(FILM), a=a, b=b), int(label)]
 
-    for split, rows in _splits("glue/sst2", rng, make).items():
+    for split, rows in rows_per_split("glue/sst2", rng, make).items():
         if split == "test":
             header, rows = ["index", "sentence"], [[i, row[0]] for i, row in enumerate(rows)]
         else:
             header = ["sentence", "label"]
-        _write_tsv(root, LAYOUT["glue/sst2"][split], header, rows)
+        write_tsv(root, LAYOUT["glue/sst2"][split], header, rows)
 
 
 def write_mrpc(root, rng):
     def make(rng, i):
-        name, company, city, day = _person(rng), rng.choice(COMPANIES), rng.choice(CITIES), \
+        name, company, city, day = random_person(rng), rng.choice(COMPANIES), rng.choice(CITIES), \
             rng.choice(DAYS)
         first = f"{name} said {company} will open a new office in {city} on {day} ."
         label = rng.random() < 0.5
         if not label:
             slot = rng.choice(["company", "city", "day"])
-            company = _other(rng, COMPANIES, company) if slot == "company" else company
-            city = _other(rng, CITIES, city) if slot == "city" else city
-            day = _other(rng, DAYS, day) if slot == "day" else day
+            company = other_than(rng, COMPANIES, company) if slot == "company" else company
+            city = other_than(rng, CITIES, city) if slot == "city" else city
+            day = other_than(rng, DAYS, day) if slot == "day" else day
         second = rng.choice([
             f"{company} will open a new office in {city} on {day} , {name} said .",
             f"On {day} , {company} will open an office in {city} , according to {name} ."])
         return [int(label), rng.randrange(10**5, 10**7), rng.randrange(10**5, 10**7), first, second]
 
     header = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
-    for split, rows in _splits("glue/mrpc", rng, make).items():
+    for split, rows in rows_per_split("glue/mrpc", rng, make).items():
         if split == "test":
-            _write_tsv(root, LAYOUT["glue/mrpc"][split], ["index"] + header[1:],
-                       [[i] + row[1:] for i, row in enumerate(rows)])
+            write_tsv(root, LAYOUT["glue/mrpc"][split], ["index"] + header[1:],
+                      [[i] + row[1:] for i, row in enumerate(rows)])
         else:  # GLUE copies the header line, byte-order mark and all, from msr_paraphrase_train.txt
-            _write_tsv(root, LAYOUT["glue/mrpc"][split], header, rows, bom=True)
+            write_tsv(root, LAYOUT["glue/mrpc"][split], header, rows, bom=True)
 
 
 def write_qqp(root, rng):
@@ -131,16 +133,16 @@ def write_qqp(root, rng):
     def make(rng, i):
         skill, label = rng.choice(SKILLS), rng.random() < 0.5
         first, second = rng.sample(asks, 2)
-        other = skill if label else _other(rng, SKILLS, skill)
+        other = skill if label else other_than(rng, SKILLS, skill)
         return [i, 2 * i + 1, 2 * i + 2, first.format(skill), second.format(other), int(label)]
 
     header = ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"]
-    for split, rows in _splits("glue/qqp", rng, make).items():
+    for split, rows in rows_per_split("glue/qqp", rng, make).items():
         if split == "test":
-            _write_tsv(root, LAYOUT["glue/qqp"][split], ["id", "question1", "question2"],
-                       [[row[0], row[3], row[4]] for row in rows])
+            write_tsv(root, LAYOUT["glue/qqp"][split], ["id", "question1", "question2"],
+                      [[row[0], row[3], row[4]] for row in rows])
         else:
-            _write_tsv(root, LAYOUT["glue/qqp"][split], header, rows)
+            write_tsv(root, LAYOUT["glue/qqp"][split], header, rows)
 
 
 def write_stsb(root, rng):
@@ -152,10 +154,10 @@ def write_stsb(root, rng):
             rng.choice(OBJECTS), rng.choice(CITIES)
         changed = rng.randrange(5)  # 0..4 of the four content words differ
         swap = set(rng.sample(range(4), changed))
-        noun2 = _other(rng, [n for n, _ in NOUNS], noun) if 0 in swap else noun
-        verb2 = _other(rng, [v for v, _ in VERBS], verb) if 1 in swap else verb
-        thing2 = _other(rng, OBJECTS, thing) if 2 in swap else thing
-        city2 = _other(rng, CITIES, city) if 3 in swap else city
+        noun2 = other_than(rng, [n for n, _ in NOUNS], noun) if 0 in swap else noun
+        verb2 = other_than(rng, [v for v, _ in VERBS], verb) if 1 in swap else verb
+        thing2 = other_than(rng, OBJECTS, thing) if 2 in swap else thing
+        city2 = other_than(rng, CITIES, city) if 3 in swap else city
         score = max(0.0, min(5.0, 5 * (1 - changed / 4) + rng.uniform(-0.3, 0.3)))
         genre, filename, year = rng.choice(genres)
         return [i, genre, filename, year, f"{i:04d}", "none", "none",
@@ -165,10 +167,10 @@ def write_stsb(root, rng):
 
     header = ["index", "genre", "filename", "year", "old_index", "source1", "source2",
               "sentence1", "sentence2", "score"]
-    for split, rows in _splits("glue/stsb", rng, make).items():
+    for split, rows in rows_per_split("glue/stsb", rng, make).items():
         if split == "test":
             header, rows = header[:-1], [row[:-1] for row in rows]
-        _write_tsv(root, LAYOUT["glue/stsb"][split], header, rows)
+        write_tsv(root, LAYOUT["glue/stsb"][split], header, rows)
 
 
 def write_mnli(root, rng):
@@ -182,10 +184,10 @@ def write_mnli(root, rng):
         rows = []
         for i in range(row_count(split)):
             label = rng.choice(_NLI_LABELS)
-            premise, hypothesis = _nli(rng, label)
+            premise, hypothesis = nli_pair(rng, label)
             prompt = rng.randrange(10**5)
-            row = [i, prompt, f"{prompt}{label[0]}", rng.choice(genres), _binary_parse(premise),
-                   _binary_parse(hypothesis), _parse(premise), _parse(hypothesis), premise,
+            row = [i, prompt, f"{prompt}{label[0]}", rng.choice(genres), binary_parse(premise),
+                   binary_parse(hypothesis), parse_tree(premise), parse_tree(hypothesis), premise,
                    hypothesis]
             if split == "train":  # the author's label, then the gold label
                 row += [label, label]
@@ -196,29 +198,29 @@ def write_mnli(root, rng):
         header = columns + {"train": ["label1", "gold_label"],
                             "dev": [f"label{k}" for k in range(1, 6)] + ["gold_label"],
                             "test": []}[split.split("_")[0]]
-        _write_tsv(root, path, header, rows)
+        write_tsv(root, path, header, rows)
 
 
 def write_qnli(root, rng):
     def make(rng, i):
-        name, (verb, base), thing, city = _person(rng), rng.choice(VERBS), rng.choice(OBJECTS), \
-            rng.choice(CITIES)
+        name, (verb, base) = random_person(rng), rng.choice(VERBS)
+        thing, city = rng.choice(OBJECTS), rng.choice(CITIES)
         question = f"Where did {name} {base} the {thing}?"
         label = rng.random() < 0.5
         if label:
             sentence = rng.choice([f"{name} {verb} the {thing} in {city} last year.",
                                    f"In {city}, {name} {verb} the {thing}."])
         else:
-            sentence = rng.choice([f"{_person(rng)} {verb} the {thing} in {city} last year.",
+            sentence = rng.choice([f"{random_person(rng)} {verb} the {thing} in {city} last year.",
                                    f"{name} {verb} the {thing} {rng.choice(EXTRAS)}."])
         return [i, question, sentence, "entailment" if label else "not_entailment"]
 
     header = ["index", "question", "sentence", "label"]
-    for split, rows in _splits("glue/qnli", rng, make).items():
+    for split, rows in rows_per_split("glue/qnli", rng, make).items():
         if split == "test":
-            _write_tsv(root, LAYOUT["glue/qnli"][split], header[:3], [r[:3] for r in rows])
+            write_tsv(root, LAYOUT["glue/qnli"][split], header[:3], [r[:3] for r in rows])
         else:
-            _write_tsv(root, LAYOUT["glue/qnli"][split], header, rows)
+            write_tsv(root, LAYOUT["glue/qnli"][split], header, rows)
 
 
 def write_snli(root, rng):
@@ -227,7 +229,7 @@ def write_snli(root, rng):
         lines = []
         for i in range(row_count(split)):
             label = rng.choice(_NLI_LABELS)
-            premise, hypothesis = _nli(rng, label)
+            premise, hypothesis = nli_pair(rng, label)
             if split == "train":
                 votes = [label]
             else:
@@ -239,11 +241,11 @@ def write_snli(root, rng):
             lines.append(json.dumps({
                 "annotator_labels": votes, "captionID": caption, "gold_label": label,
                 "pairID": f"{caption}r{i}{letters[label]}", "sentence1": premise,
-                "sentence1_binary_parse": _binary_parse(premise),
-                "sentence1_parse": _parse(premise), "sentence2": hypothesis,
-                "sentence2_binary_parse": _binary_parse(hypothesis),
-                "sentence2_parse": _parse(hypothesis)}))
-        _write_text(os.path.join(root, path), "".join(line + "\n" for line in lines))
+                "sentence1_binary_parse": binary_parse(premise),
+                "sentence1_parse": parse_tree(premise), "sentence2": hypothesis,
+                "sentence2_binary_parse": binary_parse(hypothesis),
+                "sentence2_parse": parse_tree(hypothesis)}))
+        files.write_text(os.path.join(root, path), "".join(line + "\n" for line in lines))
 
 
 def write_scitail(root, rng):
@@ -251,5 +253,5 @@ def write_scitail(root, rng):
         label, premise, hypothesis = _two_way(rng)
         return [premise, hypothesis, "entails" if label == "entailment" else "neutral"]
 
-    for split, rows in _splits("scitail", rng, make).items():
-        _write_tsv(root, LAYOUT["scitail"][split], None, rows)
+    for split, rows in rows_per_split("scitail", rng, make).items():
+        write_tsv(root, LAYOUT["scitail"][split], None, rows)

@@ -6,9 +6,10 @@ SQuAD answers follow a cue in the paragraph; RACE asks inference questions the p
 import json
 import os
 
-from zoo.data.samples.common import LAYOUT, _write_text
+from zoo import files
+from zoo.data.samples.common import LAYOUT
 from zoo.data.samples.words import (ANIMALS, CITIES, COMPANIES, DAYS, INSTRUMENTS, PET_NAMES,
-                                    _people, _person)
+                                    random_people, random_person)
 
 # relation -> (sentence, question, the answer's slot); the cue words precede the answer.
 FACTS = {
@@ -22,7 +23,7 @@ FILLER = ["The weather was mild that year.", "Many people in the town knew each 
           "The local newspaper reported on it.", "Nobody expected what happened next."]
 
 
-def _fact(rng, person, relation):
+def fact(rng, person, relation):
     """(sentence, question, answer, answer offset in the sentence)."""
     values = dict(p=person, city=rng.choice(CITIES), company=rng.choice(COMPANIES),
                   instrument=rng.choice(INSTRUMENTS), animal=rng.choice(ANIMALS),
@@ -38,7 +39,7 @@ def _paragraph(rng, people):
     sentences, questions, length = [], [], 0
     for person in people:
         for relation in rng.sample(sorted(FACTS), rng.choice([1, 2])):
-            sentence, question, answer, offset = _fact(rng, person, relation)
+            sentence, question, answer, offset = fact(rng, person, relation)
             if rng.random() < 0.3:
                 filler = rng.choice(FILLER)
                 sentences.append(filler)
@@ -60,7 +61,7 @@ def write_squad(root, rng):
             for a in range(30 if split == "train" else 8):
                 paragraphs = []
                 for _ in range(4):
-                    people = _people(rng, 4)
+                    people = random_people(rng, 4)
                     context, facts = _paragraph(rng, people[:3])
                     qas = []
                     for question, answer, start in facts:
@@ -83,7 +84,7 @@ def write_squad(root, rng):
                 articles.append({"title": f"Sample_article_{a}", "paragraphs": paragraphs})
             document = {"data": articles, "version": "1.1"} if version == 1 else \
                 {"version": "v2.0", "data": articles}
-            _write_text(os.path.join(root, path), json.dumps(document))
+            files.write_text(os.path.join(root, path), json.dumps(document))
 
 
 # RACE: a short passage on what someone did through a week, then questions that ask what the
@@ -112,7 +113,7 @@ def write_race(root, rng):
         letters = []  # the answer letters, in shuffled blocks of ABCD: no letter is favoured
         for n in range(counts[split]):
             level = "high" if n % 2 else "middle"
-            person = _person(rng)
+            person = random_person(rng)
             first = person.split()[0]
             kind = rng.choice(sorted(KINDS))
             days = sorted(rng.sample(DAYS, 3 if level == "high" else 2), key=DAYS.index)
@@ -132,4 +133,4 @@ def write_race(root, rng):
             name = f"{n + 1}.txt"
             record = {"answers": answers, "options": options, "questions": questions,
                       "article": " ".join(sentences), "id": f"{level}{name}"}
-            _write_text(os.path.join(root, folder, level, name), json.dumps(record))
+            files.write_text(os.path.join(root, folder, level, name), json.dumps(record))

@@ -35,20 +35,23 @@ SKILLS = ["paint", "swim", "cook rice", "play the piano", "speak French", "write
           "drive a car", "draw faces", "fix a bicycle", "bake bread", "sing in tune", "code"]
 
 
-def _person(rng):
+def random_person(rng):
+    """A first and last name drawn from FIRST and LAST."""
     return f"{rng.choice(FIRST)} {rng.choice(LAST)}"
 
 
-def _people(rng, n):
+def random_people(rng, n):
+    """`n` different people, in the order drawn."""
     people = []  # a list, not a set: set order changes with PYTHONHASHSEED
     while len(people) < n:
-        person = _person(rng)
+        person = random_person(rng)
         if person not in people:
             people.append(person)
     return people
 
 
-def _other(rng, items, *not_these):
+def other_than(rng, items, *not_these):
+    """One of `items` that is none of `not_these`."""
     return rng.choice([item for item in items if item not in not_these])
 
 
@@ -56,9 +59,11 @@ def _tokens(sentence):
     return sentence.replace(".", " .").replace(",", " ,").replace("?", " ?").split()
 
 
-def _binary_parse(sentence):
+def binary_parse(sentence):
+    """A flat stand-in for the binary parse columns of MNLI and SNLI."""
     return "( " + " ".join(_tokens(sentence)) + " )"
 
 
-def _parse(sentence):
+def parse_tree(sentence):
+    """A flat stand-in for the parse-tree columns of MNLI and SNLI."""
     return "(ROOT (S " + " ".join(f"(X {token})" for token in _tokens(sentence)) + "))"

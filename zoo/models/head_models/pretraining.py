@@ -9,6 +9,7 @@ masked positions, `nsp`) and `CausalLanguageModel` (`lm`).
 import keras
 
 from zoo.layers import ClassificationHead, GatherPositions
+from zoo.models.bert import BertBackbone
 from zoo.models.head_models.base import HeadModel, masked_lm_head
 
 
@@ -167,8 +168,6 @@ class CausalLanguageModel(HeadModel):
     """
 
     def __init__(self, backbone, **kwargs):
-        from zoo.models.bert import BertBackbone
-
         mlm_head = None
         if isinstance(backbone, BertBackbone):
             if not backbone.causal:

@@ -25,9 +25,13 @@ import json
 import os
 import re
 
+import keras
 import tensorflow as tf
 
 from zoo import files
+from zoo.config import PRECISIONS
+from zoo.export import int8
+from zoo.layers import PatchEmbedding, PositionEmbedding
 
 METADATA = "zoo_export.json"
 DEFAULT, IDS = "serving_default", "serving_ids"
@@ -118,21 +122,16 @@ def build_archive(task, model, run_dir):
     (the `keras.Variable`s that `track` lists and the `tf.Variable`s the traced functions
     capture: two objects TensorFlow does not unify, keras-team/keras#23553, open), doubling
     the export and the memory of every server that loads it. Re-check on a Keras upgrade:
-    tests/test_export.py counts the stored values. An int8 export (`zoo.int8`) thus holds
+    tests/test_export.py counts the stored values. An int8 export (`zoo.export.int8`) thus holds
     its int8 kernels and not the float32 ones they replace."""
-    import keras
 
-    if not hasattr(task, "serving"):
-        raise ValueError(f"task {task.name}: no serving description ({type(task).__name__} "
-                         "has no `serving` method), so it cannot be exported")
     signatures = task.serving(model, run_dir)
     missing = {DEFAULT, IDS} - set(signatures)
     if missing:
         raise ValueError(f"{type(task).__name__}.serving: no {', '.join(sorted(missing))}")
     archive = keras.export.ExportArchive()
-    tokenizer = getattr(task, "tokenizer", None)
-    if tokenizer is not None:
-        archive.track(tokenizer)
+    if task.tokenizer is not None:
+        archive.track(task.tokenizer)
     described = {}
     for name, signature in signatures.items():
         archive.add_endpoint(name, _endpoint(name, signature),
@@ -182,7 +181,6 @@ def with_dtype_policy(model, policy):
     copied, cast to each new variable's dtype. `policy` is a name ("mixed_bfloat16": variables
     stay float32) or a `keras.dtype_policies.DTypePolicyMap` (see `with_bfloat16_weights`).
     """
-    import keras
 
     policy = keras.dtype_policies.get(policy)
     serialized = keras.dtype_policies.serialize(policy)
@@ -235,9 +233,6 @@ def _read_in_compute_dtype(layer):
     (Dense and Conv2D kernels and biases, embedding tables, the ViT class token and positions)
     and compute in bfloat16; LayerNormalization computes in float32 and is not one of them.
     """
-    import keras
-
-    from zoo.layers import PatchEmbedding, PositionEmbedding
 
     return isinstance(layer, (keras.layers.Dense, keras.layers.Conv2D, keras.layers.Embedding,
                               PatchEmbedding, PositionEmbedding))
@@ -266,7 +261,6 @@ def with_bfloat16_weights(model):
         >>> served.get_layer("embeddings_norm").gamma.dtype
         'float32'
     """
-    import keras
 
     stored = {layer.path: keras.dtype_policies.DTypePolicy("bfloat16")
               for layer in model._flatten_layers() if _read_in_compute_dtype(layer)}
@@ -277,7 +271,6 @@ def with_bfloat16_weights(model):
 def new_version(base, version=None):
     """The version `write_version` will write under `base`, checked: `version`, or one more
     than the highest there. Creates `base` and removes leftovers of dead exports."""
-    import keras
 
     if keras.backend.backend() != "tensorflow":
         raise ValueError(f"export builds a TensorFlow graph: run it with KERAS_BACKEND="
@@ -304,7 +297,7 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
     mixed_bfloat16 is written with its dense and embedding weights in bfloat16
     (`with_bfloat16_weights`: the same answers). `run_dir` is what the task's serving may
     read besides the model (SQuAD v2.0's null threshold); it and `checkpoint` are recorded in
-    `zoo_export.json`. `quantize="int8"` serves every Dense layer in int8 (`zoo.int8`: int8
+    `zoo_export.json`. `quantize="int8"` serves every Dense layer in int8 (`zoo.export.int8`: int8
     weights, activations quantized per call, one fused oneDNN kernel a layer; computed under
     float32 otherwise), and only the int8 kernels are saved. `tasks.runs.export_run`
     (`zoo export`) calls this with a run's task and model.
@@ -320,8 +313,6 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
                  f"{policy})")
         mixed_precision = "float32"
     if mixed_precision and mixed_precision != policy:
-        from zoo.config import PRECISIONS
-
         if mixed_precision not in PRECISIONS:
             raise ValueError(f"--mixed-precision {mixed_precision!r}: one of "
                              f"{', '.join(PRECISIONS)}")
@@ -338,8 +329,6 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
     try:
         with contextlib.ExitStack() as stack:
             if quantize:
-                from zoo import int8
-
                 weights = stack.enter_context(int8.serving_form(model))
                 progress(f"quantizing {len(weights.layers)} dense layers to int8 "
                          f"({weights.norms} LayerNorms in oneDNN's kernel)")

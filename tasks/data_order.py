@@ -1,31 +1,32 @@
 """The order examples reach `model.fit` and evaluation: a resumable shuffled stream, file
 order, evaluation by ascending length (`data.sort_by_length`) and back, and the traced batch
 encoders `Dataset.map` calls.
+
+This is the task families' side of resuming: `fit` (zoo.training) asks a task only for its
+`phases`, each built from the number of batches already trained; `tasks.base.BaseTask.batches`
+turns that number into the same stream of examples an uninterrupted run would have seen,
+with `example_order`.
 """
 
 import numpy as np
+import tensorflow as tf
 
 
-def traced_encoder(task, fn, *key):
+def traced_encoder(cache, config, fn, *key):
     """`fn`, a task's batch encoder (tokenize + pack, TF ops), as a `tf.function` traced once
-    per task, config and `key`, for `Dataset.map`.
+    per `cache` (the task's), `config` and `key`, for `Dataset.map`.
 
     `Dataset.map` traces its function anew for every dataset, and a tokenizer with its
-    packing is a large graph: 2-4 s per `task.dataset()` for WordPiece, up to 8.6 s for
-    GPT-1's BPE, paid again at every `train.eval_every` evaluation. Inside `map`, a call to
-    an already traced `tf.function` is one op. The config is part of the cache key, so a
-    changed setting (say `data.pad_to_multiple_of`) traces again.
+    packing is a large graph, paid again at every `train.eval_every` evaluation. Inside
+    `map`, a call to an already traced `tf.function` is one op. The config is part of the
+    cache key, so a changed setting (say `data.pad_to_multiple_of`) traces again.
 
     Without AutoGraph: the encoders are plain TF ops with no Python control flow on tensors
-    (they are exported, and Keras exports with `autograph=False`), and converting their
-    call tree cost ~0.9 s per traced encoder (building and reading the sample MRPC train and dev
-    pipelines: 2.1 -> 1.2 s for WordPiece, 3.1 -> 2.1 s for GPT-1's BPE), a second of every
-    run's start.
+    (they are exported, and Keras exports with `autograph=False`), and converting their call
+    tree adds about a second to every run's start (time `task.dataset("train")` twice in one
+    process to see it).
     """
-    import tensorflow as tf
-
-    cache = task.__dict__.setdefault("_traced_encoders", {})
-    cache_key = (getattr(fn, "__name__", repr(fn)), repr(task.config)) + key
+    cache_key = (getattr(fn, "__name__", repr(fn)), repr(config)) + key
     if cache_key not in cache:
         cache[cache_key] = tf.function(fn, autograph=False)
     return cache[cache_key]
@@ -47,8 +48,6 @@ def example_order(n, split, seed, batch_size, repeat=False, skip_batches=0, orde
         >>> [int(i) for i in order.take(3)] == [int(i) for i in first.skip(2).take(3)]
         True
     """
-    import tensorflow as tf
-
     if split == "train" and repeat:
         start = skip_batches * batch_size
         return tf.data.Dataset.range(start, 2 ** 62).map(

@@ -19,18 +19,21 @@ kernel for them, so an int8 export is for x86-64 servers with oneDNN; the float3
 portable one.
 
 Why by hand: Keras' `model.quantize("int8")` runs its int8 matmul through ops TensorFlow
-computes without int8 kernels: measured 3.0x slower than float32 on a 768 -> 3072 -> 768
-block (1,024 rows, graph mode; 1.25x faster only under XLA). The public
-`QuantizedMatMulWithBias` (used here before) leaves the scales, the activation's zero point,
-the bias and the activation to separate float32 ops, which gave back two thirds of the
-product's gain (docs/benchmarks.md: int8 1.22x float32 then).
+computes without int8 kernels, slower than float32 outside XLA; the public
+`QuantizedMatMulWithBias` leaves the scales, the activation's zero point, the bias and the
+activation to separate float32 ops, which give back most of the product's gain. The figures
+and how to measure them: docs/measurements.md; the export's own speed: `zoo benchmark
+serving` (docs/benchmarks.md).
 """
 
 import contextlib
 
+import keras
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import op_def_library
+
+from zoo.layers import transformer
 
 WEIGHT_LEVELS = 63  # 7-bit weights: see the module docstring
 
@@ -53,14 +56,10 @@ def quantize_kernel(kernel):
 
 def _fused_names():
     """keras activation function -> the name `_QuantizedMatMul` fuses it under."""
-    import keras
-
-    from zoo.layers import transformer
-
     return {keras.activations.linear: None, keras.activations.relu: "Relu",
             keras.activations.tanh: "Tanh", keras.activations.sigmoid: "Sigmoid",
             keras.activations.gelu: "GeluExact",  # its default, approximate=False
-            transformer._ACTIVATIONS["gelu"]: "GeluExact",
+            transformer.activation_function("gelu"): "GeluExact",
             transformer.gelu_approximate: "GeluApproximate"}
 
 
@@ -91,7 +90,7 @@ class QuantizedDense(tf.Module):
         self.layer = layer
         self.kernel = tf.Variable(q, trainable=False, name="kernel_int8")
         # The kernel's range per column for the op: 127 steps of the column's scale either
-        # side of 0 (both stored: a negation per call measured 1.3 % of the serving time).
+        # side of 0 (both stored: a negation per call costs serving time).
         self.kernel_high = tf.Variable(scale * 127.0, trainable=False, name="kernel_high")
         self.kernel_low = tf.Variable(-scale * 127.0, trainable=False, name="kernel_low")
         # sum_k kernel[k, c] (of the int8 kernel): the activations' zero point times these,
@@ -108,9 +107,9 @@ class QuantizedDense(tf.Module):
         shape = tf.shape(x)
         rows = tf.reshape(x, [-1, int(self.kernel.shape[0])])
         # uint8 over the batch's range (widened to hold 0), as ONNX Runtime's dynamic
-        # quantization: rows ~ low + (high - low) / 255 * a. Measured against int8 over
-        # [-max |x|, max |x|]: 2.3x smaller errors after a GELU (whose outputs are >= -0.17),
-        # 1.3x elsewhere, and no slower (u8 x s8 is the instruction VNNI has).
+        # quantization: rows ~ low + (high - low) / 255 * a. Against int8 over
+        # [-max |x|, max |x|]: smaller errors, most after a GELU (whose outputs are >= -0.17),
+        # and no slower (u8 x s8 is the instruction VNNI has; docs/measurements.md).
         low = tf.minimum(tf.reduce_min(rows), 0.0)
         high = tf.maximum(tf.reduce_max(rows), low + 1e-6)  # never an empty range
         a, low, high = tf.quantization.quantize(rows, low, high, tf.quint8, mode="MIN_FIRST")
@@ -140,7 +139,6 @@ def dense_layers(model):
         >>> len(weights.layers), bool(np.abs(quantized - model(x).numpy()).max() < 0.05)
         (1, True)
     """
-    import keras
 
     dense = [layer for layer in model._flatten_layers(include_self=False, recursive=True)
              if type(layer) is keras.layers.Dense]
@@ -187,8 +185,8 @@ def _layer_norm(rows, scale, offset, epsilon):
 def serving_form(model):
     """What `zoo export --quantize int8` serves: within the block, every Dense layer of `model`
     in int8 (`dense_layers`) and every LayerNormalization over the last axis in oneDNN's
-    LayerNorm kernel (measured 1.11x on a float32 BERT-base export's serving; the int8 export
-    needs TensorFlow's oneDNN kernels anyway, while the float32 export keeps to portable ops).
+    LayerNorm kernel (faster than TensorFlow's portable ops, docs/measurements.md; the int8
+    export needs TensorFlow's oneDNN kernels anyway; the float32 export keeps portable ops).
     Yields `dense_layers`' module, with `norms`: the number of LayerNorms served so.
 
     Example:
@@ -205,7 +203,6 @@ def serving_form(model):
         >>> bool(np.abs(served - traced).max() < 1e-6)
         True
     """
-    import keras
 
     norms = [layer for layer in model._flatten_layers(include_self=False, recursive=True)
              if type(layer) is keras.layers.LayerNormalization]

@@ -1,5 +1,9 @@
 """GPT-1 zero-shot: a language model scored without fine-tuning (`zoo evaluate --zero-shot`).
 
+A use of the library over benchmark tasks, as the task families are, so it lives in tasks/
+beside them rather than in zoo/: it reads a benchmark's examples and its record's `zero_shot`
+heuristic (`zoo.data.benchmarks`), the pretrained model, and the fine-tuned tasks' scoring.
+
 Radford et al. 2018, section 5 ("Zero-shot Behaviors", Figure 2 right): "we designed a series
 of heuristic solutions that use the underlying generative model to perform tasks without
 supervised finetuning ... For SST-2 (sentiment analysis), we append the token very to each
@@ -33,15 +37,21 @@ import os
 import keras
 import numpy as np
 import tensorflow as tf
+import yaml
 from sklearn import metrics as sklearn_metrics
 
 from zoo import config as config_lib
-from zoo.data import DataError, prefetched, read_examples
-from zoo import files
+from zoo import files, tokenizers, training
+from zoo import metrics as metrics_lib
+from zoo.data import BENCHMARKS, DataError, prefetched, read_examples
 from zoo.files import write_text
+from zoo.metrics import choices
+from zoo.training.run_dir import run_dir_of
 
-TASKS = ("glue/sst2", "glue/cola", "race", "story_cloze", "swag")
-MULTIPLE_CHOICE = ("race", "story_cloze", "swag")
+# Section 5's heuristics, in the order the tasks are listed; a benchmark's record names its one.
+HEURISTICS = ("sentiment", "acceptability", "multiple_choice")
+TASKS = tuple(name for heuristic in HEURISTICS for name, benchmark in BENCHMARKS.items()
+              if benchmark.zero_shot == heuristic)
 # Section 5: the word appended to every SST-2 example, and the two words compared after it.
 SENTIMENT_PROMPT, SENTIMENT_WORDS = "very", {"1": "positive", "0": "negative"}
 
@@ -58,8 +68,6 @@ def load_language_model(path):
     Example:
         >>> backbone, tokenizer = load_language_model("runs/gpt1_pretrain")  # doctest: +SKIP
     """
-    from zoo import tokenizers, training
-
     model_config = config_lib.ModelConfig(preset=_preset(os.fspath(path)),
                                           init_checkpoint=os.fspath(path))
     vocabulary = training.vocabulary_path(model_config)
@@ -74,10 +82,6 @@ def load_language_model(path):
 def _preset(path):
     """The preset of the zoo run `path` is or is a kept checkpoint of (gpt1_lstm for GPT-1
     Table 5's LSTM); gpt1 for anything else."""
-    import yaml
-
-    from zoo.training.run_dir import run_dir_of
-
     run_dir = run_dir_of(path)
     if run_dir is None:
         return "gpt1"
@@ -261,17 +265,17 @@ def evaluate(task, checkpoint, data, out=None, threshold=None, batch_size=8):
 
     Example:
         >>> evaluate("glue/sst2", "runs/gpt1_pretrain", "glue/SST-2/dev.tsv")  # doctest: +SKIP
-        {'accuracy': 0.63, 'examples': 872, 'task': 'glue/sst2', ...}
+        {'accuracy': ..., 'examples': 872, 'task': 'glue/sst2', ...}
     """
-    from zoo import metrics as metrics_lib
-
     if task not in TASKS:
         raise config_lib.ConfigError(f"--zero-shot {task}: expected one of {', '.join(TASKS)}")
-    if threshold is not None and task != "glue/cola":
-        raise config_lib.ConfigError(f"--threshold: only glue/cola is thresholded, not {task}")
+    heuristic = BENCHMARKS[task].zero_shot
+    if threshold is not None and heuristic != "acceptability":
+        thresholded = ", ".join(n for n in TASKS if BENCHMARKS[n].zero_shot == "acceptability")
+        raise config_lib.ConfigError(f"--threshold: only {thresholded} is thresholded, not {task}")
     examples = list(read_examples(task, data))
     labelled = all(e.get("label") is not None for e in examples)
-    if task == "glue/cola" and threshold is None and not labelled:
+    if heuristic == "acceptability" and threshold is None and not labelled:
         raise DataError(data, None, "no labels to tune the threshold on",
                         "a labelled file, or --threshold", "unlabelled examples")
     backbone, tokenizer = load_language_model(checkpoint)
@@ -281,15 +285,13 @@ def evaluate(task, checkpoint, data, out=None, threshold=None, batch_size=8):
         out = os.path.join(base, "predictions", "zero_shot")
     path = os.path.join(out, task.replace("/", "_") + ".tsv")
     result = {"task": task, "examples": len(examples)}
-    if task in MULTIPLE_CHOICE:
+    if heuristic == "multiple_choice":
         chosen, _ = multiple_choice(scorer, examples)
         rows = ["id\tprediction"] + [f"{e['id']}\t{c}" for e, c in zip(examples, chosen)]
         write_text(path, "".join(row + "\n" for row in rows))
         if labelled:  # the fine-tuned tasks' scorer: 0-100, RACE-m and RACE-h apart
-            from zoo.metrics import choices
-
             result.update(choices.score_choices(task, data, path))
-    elif task == "glue/sst2":
+    elif heuristic == "sentiment":
         predicted, _ = sentiment(scorer, [e["sentence1"] for e in examples])
         metrics_lib.write_predictions(path, predicted)
         if labelled:
@@ -312,5 +314,5 @@ def evaluate(task, checkpoint, data, out=None, threshold=None, batch_size=8):
     return result
 
 
-__all__ = ["TASKS", "Scorer", "best_threshold", "evaluate", "load_language_model",
+__all__ = ["HEURISTICS", "TASKS", "Scorer", "best_threshold", "evaluate", "load_language_model",
            "multiple_choice", "sentence_scores", "sentiment"]
