@@ -265,6 +265,14 @@ def test_round_trip_labels_and_exact_floats(tmp_path):
     assert os.listdir(path.parent) == ["mnli.tsv"]  # no temporary file left behind
 
 
+def test_predictions_edited_on_windows_read_as_written(tmp_path):
+    # "\r\n" endings, with or without the last line's "\n" (an editor that drops it).
+    path = tmp_path / "dev.tsv"
+    for ending in (b"\r\n", b"\r"):
+        path.write_bytes(b"index\tprediction\r\n0\t1\r\n1\t0" + ending)
+        assert read_predictions(path, 2, ("0", "1")) == ["1", "0"]
+
+
 def test_write_predictions_refuses_what_the_format_cannot_hold(tmp_path):
     with pytest.raises(ValueError, match="prediction 1"):
         write_predictions(tmp_path / "p.tsv", ["1", "a\tb"])

@@ -16,7 +16,8 @@ that imports only tensorflow and tensorflow_text serves it.
 The version is written to a temporary directory beside the versions (`.tmp-<version>-<pid>`,
 a name TF Serving ignores: it loads only numeric directories) and renamed at the end, so an
 interrupted export never leaves a half-written version; leftovers of dead exports are removed
-by the next one.
+by the next one. `quantize="int8"` serves the Dense layers in int8: `zoo.export.int8`, beside
+this module.
 """
 
 import contextlib

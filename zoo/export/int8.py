@@ -1,5 +1,7 @@
 """int8 serving: dynamic quantization of every Dense layer, for `zoo export --quantize int8`.
 
+A part of the export (`zoo.export.write_version` is its one user), so it lives in its package.
+
 What a quantized Dense computes (export code, so TensorFlow ops only):
 - weights: int8, symmetric, one scale per output column, in [-63, 63] (7 bits, as ONNX
   Runtime's `reduce_range`): on CPUs without VNNI, oneDNN multiplies int8 pairs with

@@ -29,9 +29,10 @@ def numbered_lines(path, report=None, keep_ends=False):
     """(line number, text) for each line of a UTF-8 file, streamed.
 
     Lines split on "\\n" only, so a stray "\\r", form feed or U+2028 inside a field stays in it
-    (str.splitlines would cut the row there). "\\r\\n" endings are accepted and a leading
-    byte-order mark is dropped: GLUE's MRPC files start with one. An undecodable line is a
-    bad row; when it is skipped its text is None, so callers can drop what it belonged to.
+    (str.splitlines would cut the row there). "\\r\\n" endings are accepted (a "\\r" that
+    ends the file too) and a leading byte-order mark is dropped: GLUE's MRPC files start with
+    one. An undecodable line is a bad row; when it is skipped its text is None, so callers can
+    drop what it belonged to.
     Without a `report` every bad row is an error. An empty file is an error.
 
     Example:
@@ -53,8 +54,8 @@ def numbered_lines(path, report=None, keep_ends=False):
             else:
                 if number == 1 and text.startswith("\ufeff"):
                     text = text[1:]
-                if not keep_ends:
-                    text = text[:-2] if text.endswith("\r\n") else text.removesuffix("\n")
+                if not keep_ends:  # "\r\n", "\n", or a "\r" that ends the file
+                    text = text.removesuffix("\n").removesuffix("\r")
             offset += len(raw)
             yield number, text
     if offset == 0:
