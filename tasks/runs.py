@@ -24,6 +24,7 @@ import tasks
 from zoo import config as config_lib
 from zoo import convert, export, files, training
 from zoo.files import write_text
+from zoo.storage import storage_operation
 
 
 def train(config, run_dir, overwrite=False):
@@ -140,10 +141,13 @@ def evaluate_run(run_dir, split="dev", data=None, checkpoint="best"):
     """
     config, task, model = load_task(run_dir, checkpoint)
     metrics, predictions = task.evaluate(model, split, path=data, return_predictions=True)
-    for name, entry in predictions.items():
-        task.write_predictions(os.path.join(run_dir, "predictions"), name, entry)
+    directory = os.path.join(run_dir, "predictions")
+    with storage_operation("writing the predictions", directory):  # a full or read-only disk
+        for name, entry in predictions.items():
+            task.write_predictions(directory, name, entry)
     if metrics:
-        task.save_extras(run_dir, metrics)
+        with storage_operation("writing the evaluation's results", run_dir):
+            task.save_extras(run_dir, metrics)
     return metrics
 
 

@@ -45,23 +45,18 @@ def shared_run(tmp_path_factory, worker_id, name, config):
     return run_dir, {k: v for k, v in history[-1].items() if k != "step"}
 
 
-def wait_for_backup(proc, metadata, rounds, timeout):
-    """Wait until the run of `proc` has backed up `rounds` rounds (BackupAndRestore's
-    `training_metadata.json`, which the run rewrites as it goes); fail if `proc` ends first
-    or `timeout` seconds pass. The caller then kills it mid-round."""
-    import json
+def wait_for_backup(proc, backup_dir, step, timeout):
+    """Wait until the run of `proc` has committed a backup of `step` or later
+    (`backup_dir/step_<N>/state.json`, zoo.training.backups); fail if `proc` ends first or
+    `timeout` seconds pass. The caller then kills it mid-round."""
     import time
 
+    from zoo.training import backups
+
     deadline = time.monotonic() + timeout
-    while True:
-        if metadata.exists():
-            try:
-                if json.loads(metadata.read_text())["epoch"] >= rounds:
-                    return
-            except (ValueError, KeyError):  # caught mid-write
-                pass
+    while backups.latest_step(str(backup_dir)) < step:
         assert proc.poll() is None, proc.communicate()[0][-3000:]
-        assert time.monotonic() < deadline, f"no backup of round {rounds} within {timeout} s"
+        assert time.monotonic() < deadline, f"no backup of step {step} within {timeout} s"
         time.sleep(0.05)
 
 

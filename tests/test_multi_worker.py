@@ -25,6 +25,7 @@ import pytest
 from tests.harness import REPO
 from tests.test_training import mrpc
 from tools.main import main as cli
+from zoo.training import backups
 
 SETTINGS = ["train.steps=12", "train.eval_every=4", "train.optimizer=sgd",
             "train.learning_rate=0.1", "train.weight_decay=0", "model.dropout=0",
@@ -112,9 +113,8 @@ def test_a_killed_worker_restarts_with_the_chief_and_resumes_from_the_backup(run
     root, _ = runs
     run_dir = root / "killed"
     procs = _start_workers(sample_data, run_dir)
-    metadata = run_dir / "backup" / "training_metadata.json"
     deadline = time.time() + 600
-    while not metadata.exists():  # the chief has backed up round 1 (step 4)
+    while not backups.latest_step(str(run_dir / "backup")):  # the chief has backed up step 4
         assert all(p.poll() is None for p in procs) and time.time() < deadline, \
             [p.communicate()[0][-2000:] for p in procs if p.poll() is not None]
         time.sleep(0.05)

@@ -241,8 +241,8 @@ def test_a_killed_reproduction_resumes_without_retraining_and_ends_with_the_same
 
     run = tmp_path / "interrupted"
     interrupted = _reproduce(table, sample_data, run)
-    metadata = run / "cells" / "scratch" / "sst2" / "seed_0" / "backup" / "training_metadata.json"
-    wait_for_backup(interrupted, metadata, 1, 600)  # kill it in the last cell, in round 2
+    backup = run / "cells" / "scratch" / "sst2" / "seed_0" / "backup"
+    wait_for_backup(interrupted, backup, 4, 600)  # kill it in the last cell, in round 2
     interrupted.send_signal(signal.SIGKILL)
     interrupted.wait()
     finished = [run / "pretraining" / "lm", run / "cells" / "full" / "sst2" / "seed_0"]

@@ -234,8 +234,8 @@ def test_a_killed_run_resumes_and_ends_with_the_uninterrupted_weights(sample_dat
 
     reference = zoo_train(command(tmp_path / "reference"))
     interrupted = zoo_train(command(tmp_path / "interrupted"))
-    metadata = tmp_path / "interrupted" / "backup" / "training_metadata.json"
-    wait_for_backup(interrupted, metadata, 2, 300)  # kill it in the middle of the third round
+    # Kill it in the middle of the third round.
+    wait_for_backup(interrupted, tmp_path / "interrupted" / "backup", 20, 300)
     interrupted.send_signal(signal.SIGKILL)
     interrupted.wait()
     assert not (tmp_path / "interrupted" / "final.keras").exists()

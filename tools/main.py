@@ -74,15 +74,28 @@ def main(argv=None):
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     with quiet_stderr_fd():
         import tensorflow  # noqa: F401  (loaded here so its start-up lines are not shown)
+    # lazy: loads Keras, after TensorFlow's start-up lines are hidden
+    from zoo.training.preemption import Interrupted
     try:
         return args.func(args) or 0
-    except (OSError, ValueError, KeyError) as error:
+    except Interrupted as stop:
+        # SIGTERM / SIGINT during training: the backup is written; the same command resumes.
+        print(f"zoo {args.command}: {stop}", file=sys.stderr)
+        return stop.exit_code
+    except (OSError, ValueError, KeyError, RuntimeError, tensorflow.errors.OpError) as error:
         # Bad input (a missing file, a malformed row, an unknown key): the message names the
         # file, line or key, which is what the user needs; the traceback is for developers.
-        if os.environ.get("ZOO_TRACEBACK"):
+        # A storage fault (no space, no permission, a read-only file system) is one line too,
+        # also when TensorFlow or h5py raised it (zoo.storage); other errors are bugs.
+        # lazy: loads Keras (the zoo package), only on an error
+        from zoo.storage import storage_message
+
+        message = storage_message(error)
+        if os.environ.get("ZOO_TRACEBACK") or (
+                message is None and not isinstance(error, (OSError, ValueError, KeyError))):
             raise
-        print(f"zoo {args.command}: error: {error}\n(set ZOO_TRACEBACK=1 for the traceback)",
-              file=sys.stderr)
+        print(f"zoo {args.command}: error: {message or error}\n"
+              "(set ZOO_TRACEBACK=1 for the traceback)", file=sys.stderr)
         return 1
 
 

@@ -175,6 +175,7 @@ def run(args):
     # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo import files
     from zoo.files import write_text  # lazy: as above
+    from zoo.storage import storage_operation  # lazy: as above
 
     predictor = Predictor(args.saved_model, args.signature)
     total = None
@@ -187,6 +188,7 @@ def run(args):
                                                   flush=True))
     count = predict_lines(predictor, read_requests(args.input), args.batch_size, write, total)
     if args.output:
-        write_text(args.output, "".join(line + "\n" for line in lines))
+        with storage_operation("writing the predictions", args.output):  # full, read-only
+            write_text(args.output, "".join(line + "\n" for line in lines))
         print(f"{count} predictions written to {args.output}", file=sys.stderr)
     return 0

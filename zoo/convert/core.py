@@ -19,6 +19,7 @@ import keras
 import numpy as np
 
 from zoo import files as files_lib
+from zoo.storage import storage_operation
 
 
 class ConversionError(ValueError):
@@ -273,6 +274,9 @@ def read_json(path):
         raise ConversionError(f"{path}: not valid JSON ({error})") from error
 
 
+WRITING = "writing the conversion"  # `storage_operation`'s name for a failed write
+
+
 @contextlib.contextmanager
 def atomic_output(path):
     """Yield a staging path next to `path`; move it to `path` only if the block succeeds.
@@ -282,6 +286,8 @@ def atomic_output(path):
     at `path`; `path` must not exist beforehand, so a failed conversion never damages an
     earlier result either. A remote `path` (`gs://...`) is staged in a local temporary
     folder and uploaded when complete: each file appears whole, the folder file by file.
+    A storage fault (a full or read-only destination) is a `zoo.storage.StorageError`
+    "writing the conversion DST: <reason>".
     """
     if files_lib.is_remote(path):
         path = os.fspath(path)
@@ -293,11 +299,12 @@ def atomic_output(path):
         staging = pathlib.Path(tempfile.mkdtemp(suffix=".tmp"))
         try:
             staged = staging / os.path.basename(path.rstrip("/"))
-            yield staged
-            if staged.is_dir():
-                files_lib.copytree(staged, path)
-            else:
-                files_lib.copy(staged, path)
+            with storage_operation(WRITING, path):
+                yield staged
+                if staged.is_dir():
+                    files_lib.copytree(staged, path)
+                else:
+                    files_lib.copy(staged, path)
         finally:
             files_lib.rmtree(staging)
         return
@@ -306,12 +313,14 @@ def atomic_output(path):
         raise ConversionError(f"{path}: already exists; choose a new destination")
     if not path.parent.is_dir():
         raise ConversionError(f"{path.parent}: destination folder does not exist")
-    staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp",
-                                            dir=path.parent))
+    with storage_operation(WRITING, path):  # a read-only or full destination folder
+        staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp",
+                                                dir=path.parent))
     try:
         staged = staging / path.name
-        yield staged
-        files_lib.rename(staged, path)  # atomic within one file system
+        with storage_operation(WRITING, path):
+            yield staged
+            files_lib.rename(staged, path)  # atomic within one file system
     finally:
         if files_lib.isdir(staging):
             files_lib.rmtree(staging)

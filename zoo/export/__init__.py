@@ -22,6 +22,7 @@ this module.
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -33,6 +34,7 @@ from zoo import files
 from zoo.config import PRECISIONS
 from zoo.export import int8
 from zoo.layers import PatchEmbedding, PositionEmbedding
+from zoo.storage import storage_operation
 
 METADATA = "zoo_export.json"
 DEFAULT, IDS = "serving_default", "serving_ids"
@@ -277,8 +279,9 @@ def new_version(base, version=None):
         raise ValueError(f"export builds a TensorFlow graph: run it with KERAS_BACKEND="
                          f"tensorflow (found {keras.backend.backend()!r}); runs trained on "
                          "any backend export through their .keras file")
-    files.makedirs(base)
-    _remove_dead_leftovers(base)
+    with storage_operation("writing the export", base):  # a read-only or vanished BASE
+        files.makedirs(base)
+        _remove_dead_leftovers(base)
     version = next_version(base) if version is None else int(version)
     if version < 1:
         raise ValueError(f"--version {version}: TF Serving versions are positive integers")
@@ -324,9 +327,12 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
     if policy == "mixed_bfloat16":
         progress("storing the dense kernels and embedding tables in bfloat16")
         model = with_bfloat16_weights(model)
-    staging = files.scratch_directory(base, f".tmp-{version}-{os.getpid()}-")
-    if not files.is_remote(staging):
-        os.chmod(staging, 0o755)  # mkdtemp's 0700 would outlive the rename
+    # A full disk, a read-only or vanished BASE: one StorageError naming the export.
+    writing = functools.partial(storage_operation, "writing the export", target)
+    with writing():
+        staging = files.scratch_directory(base, f".tmp-{version}-{os.getpid()}-")
+        if not files.is_remote(staging):
+            os.chmod(staging, 0o755)  # mkdtemp's 0700 would outlive the rename
     try:
         with contextlib.ExitStack() as stack:
             if quantize:
@@ -336,15 +342,17 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
             progress(f"tracing the {task.name} signatures")
             archive, described = build_archive(task, model, run_dir)
             progress(f"writing {target}")
-            archive.write_out(staging, verbose=False)  # traces the signatures
+            with writing():
+                archive.write_out(staging, verbose=False)  # traces the signatures
         metadata = {"task": task.name,
                     "run_dir": run_dir and files.absolute(run_dir),
                     "checkpoint": checkpoint, "version": version,
                     "dtype_policy": policy, "quantize": quantize,
                     "signatures": described}
-        with files.open(os.path.join(staging, METADATA), "w", encoding="utf-8") as file:
-            json.dump(metadata, file, indent=1)
-        files.move_directory(staging, target, last=("saved_model.pb",))
+        with writing():
+            with files.open(os.path.join(staging, METADATA), "w", encoding="utf-8") as file:
+                json.dump(metadata, file, indent=1)
+            files.move_directory(staging, target, last=("saved_model.pb",))
     except BaseException:
         files.remove_quietly(staging)
         raise

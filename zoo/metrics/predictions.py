@@ -11,6 +11,7 @@ import math
 from zoo.data.readers import DataError
 from zoo.data.readers.text import numbered_lines
 from zoo.files import write_text
+from zoo.storage import storage_operation
 
 HEADER = "index\tprediction"
 
@@ -19,7 +20,8 @@ def write_predictions(path, predictions):
     """Write a GLUE submission TSV: `index<TAB>prediction`, one row per example.
 
     Labels are written as they are; scores as `repr(float(x))`, which reads back exactly. The
-    file is written to a temporary file beside `path` and renamed into place.
+    file is written to a temporary file beside `path` and renamed into place; a storage fault
+    is a `zoo.storage.StorageError` "writing the predictions PATH: <reason>".
 
     Example:
         >>> import tempfile
@@ -36,7 +38,8 @@ def write_predictions(path, predictions):
         if set(text) & set("\t\r\n"):
             raise ValueError(f"prediction {index} has a tab or line break: {text!r}")
         rows.append(f"{index}\t{text}")
-    write_text(path, "".join(row + "\n" for row in rows))
+    with storage_operation("writing the predictions", path):  # a full or read-only disk
+        write_text(path, "".join(row + "\n" for row in rows))
 
 
 def read_predictions(path, num_examples, labels=None):

@@ -6,6 +6,7 @@ import os
 import tempfile
 
 from zoo import files
+from zoo.storage import storage_operation
 from zoo.tokenizers.basic import BasicTokenizer
 from zoo.tokenizers.loading import CONFIG_FILE, from_directory
 
@@ -61,26 +62,31 @@ def train_vocabulary(corpus_files, size, kind, out, lowercase=True):
             raise FileNotFoundError(f"corpus file {path} does not exist")
     out = files.absolute(out)
     parent = os.path.dirname(out)
-    files.makedirs(parent)
-    # The vocabulary is written into a local directory (the `tokenizers` library saves only to
-    # local files): beside `out` when `out` is local, so the swap is a rename; otherwise in a
-    # local temporary directory, copied to a staging directory beside the remote `out`.
-    local = not files.is_remote(out)
-    scratch = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.", dir=parent if local else None)
-    staging = scratch if local else files.scratch_directory(parent, f".{os.path.basename(out)}.")
-    try:
-        if kind == "wordpiece":
-            config = _train_wordpiece(corpus_files, size, scratch, lowercase)
-        else:
-            config = _train_bpe(corpus_files, size, scratch, lowercase)
-        with files.open(os.path.join(scratch, CONFIG_FILE), "w", encoding="utf-8") as file:
-            json.dump(config, file, indent=2)
-        if not local:
-            files.copytree(scratch, staging)
-        _move_into_place(staging, out)
-    finally:
-        for directory in {scratch, staging}:  # gone already unless something failed
-            files.remove_quietly(directory)
+    # A full, read-only or vanished disk: one StorageError naming `out` (the corpus is read
+    # under its own "reading the corpus" operation, in `_lines`).
+    with storage_operation("writing the vocabulary", out):
+        files.makedirs(parent)
+        # The vocabulary is written into a local directory (the `tokenizers` library saves only
+        # to local files): beside `out` when `out` is local, so the swap is a rename; otherwise
+        # in a local temporary directory, copied to a staging directory beside the remote `out`.
+        local = not files.is_remote(out)
+        scratch = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.",
+                                   dir=parent if local else None)
+        staging = scratch if local else files.scratch_directory(
+            parent, f".{os.path.basename(out)}.")
+        try:
+            if kind == "wordpiece":
+                config = _train_wordpiece(corpus_files, size, scratch, lowercase)
+            else:
+                config = _train_bpe(corpus_files, size, scratch, lowercase)
+            with files.open(os.path.join(scratch, CONFIG_FILE), "w", encoding="utf-8") as file:
+                json.dump(config, file, indent=2)
+            if not local:
+                files.copytree(scratch, staging)
+            _move_into_place(staging, out)
+        finally:
+            for directory in {scratch, staging}:  # gone already unless something failed
+                files.remove_quietly(directory)
     return from_directory(out)
 
 
@@ -91,7 +97,8 @@ def _lines(corpus_files, description):
     total = sum(files.getsize(path) for path in corpus_files)
     with tqdm(total=total, unit="B", unit_scale=True, desc=description) as progress:
         for path in corpus_files:
-            with files.open(path, encoding="utf-8") as file:
+            with storage_operation("reading the corpus", path), \
+                    files.open(path, encoding="utf-8") as file:
                 for line in file:
                     progress.update(len(line.encode("utf-8")))
                     yield line.rstrip("\r\n")

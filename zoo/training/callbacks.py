@@ -1,21 +1,21 @@
 """Callbacks of a `zoo train` run: progress bar and TensorBoard scalars, the step limit and
-non-finite-loss stop, the dropout random state beside each backup, evaluation after every
-round (metrics.json, best.keras), and the HParams summary.
+non-finite-loss stop, evaluation after every round (metrics.json, best.keras), the backup
+after it, and the HParams summary. (The stop on SIGTERM / SIGINT is `preemption`.)
 """
 
 import dataclasses
-import io
 import json
 import math
 import os
 import sys
 
 import keras
-import numpy as np
 
 from zoo import files
 from zoo.files import write_text
-from zoo.training.run_dir import backup_round, checkpoint_path, read_metrics, save_model
+from zoo.storage import storage_operation
+from zoo.training import backups
+from zoo.training.run_dir import checkpoint_path, read_metrics, save_model
 
 
 class TrainingError(RuntimeError):
@@ -75,6 +75,29 @@ class StepLogger(keras.callbacks.Callback):
         self.writer.close()
 
 
+def drop_logs_after(log_dir, step):
+    """Remove the TensorBoard events later than `step` from the event files under `log_dir`
+    (train/ and eval/), so that a run resumed at `step` logs each later step once.
+
+    A run killed after its last backup had logged steps it then trains again. Event files are
+    TFRecords of `Event` protos; each file holding a later step is rewritten without those
+    events to a temporary name and renamed over it. TensorBoard's own purge of "orphaned"
+    steps needs a SessionLog START event, which TF2's summary API does not write.
+    """
+    import tensorflow as tf
+
+    for folder in ("train", "eval"):
+        for path in files.glob(os.path.join(log_dir, folder, "events.out.tfevents.*")):
+            records = [bytes(r.numpy()) for r in tf.data.TFRecordDataset(path)]
+            kept = [r for r in records if tf.compat.v1.Event.FromString(r).step <= step]
+            if len(kept) == len(records):
+                continue
+            with files.atomic_path(path) as tmp:
+                with tf.io.TFRecordWriter(tmp) as writer:
+                    for record in kept:
+                        writer.write(record)
+
+
 class StopAt(keras.callbacks.Callback):
     """End training at `total` optimizer steps, mid-round if need be; stop on a NaN loss."""
 
@@ -95,41 +118,16 @@ class StopAt(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
-class RandomState(keras.callbacks.Callback):
-    """Back up and restore the dropout random-number state with BackupAndRestore's backups.
-
-    BackupAndRestore saves weights and optimizer, but not the layers' `SeedGenerator` states,
-    so a resumed run would draw its dropout masks from the start of the stream again and end
-    with other weights than an uninterrupted run. One small file per round, next to it.
-    """
+class Backup(keras.callbacks.Callback):
+    """After every round (and its evaluation): a committed backup of the step (`backups`)."""
 
     def __init__(self, backup_dir):
         super().__init__()
         self.backup_dir = backup_dir
 
-    def _states(self):
-        return [v for v in self.model.variables if "seed_generator_state" in v.path]
-
-    def _path(self, round_):
-        return os.path.join(self.backup_dir, f"random_state-{round_}.npz")
-
-    def on_train_begin(self, logs=None):
-        round_ = backup_round(self.backup_dir)
-        if round_ and files.isfile(self._path(round_)):
-            with files.open(self._path(round_), "rb") as file:
-                data = io.BytesIO(file.read())  # np.load seeks in an .npz; a GFile cannot
-            with np.load(data) as saved:
-                for variable in self._states():
-                    variable.assign(saved[variable.path])
-
     def on_epoch_end(self, epoch, logs=None):
-        files.makedirs(self.backup_dir)
-        data = io.BytesIO()
-        np.savez(data, **{v.path: keras.ops.convert_to_numpy(v) for v in self._states()})
-        files.write_bytes(self._path(epoch + 1), data.getvalue())
-        stale = self._path(epoch - 1)  # keep this round's and the previous one
-        if files.exists(stale):
-            files.remove(stale)
+        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        backups.save(self.model, self.backup_dir, step)
 
 
 class Evaluator(keras.callbacks.Callback):
@@ -148,7 +146,7 @@ class Evaluator(keras.callbacks.Callback):
         self.history = None
 
     def on_epoch_begin(self, epoch, logs=None):
-        if self.history is None:  # after on_train_begin, when BackupAndRestore has restored
+        if self.history is None:  # the first round of this `fit`: after a restored backup
             step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
             # After a resume, evaluations later than the restored step are replayed.
             self.history = [e for e in read_metrics(self.run_dir) if e["step"] <= step]
@@ -172,7 +170,9 @@ def evaluate(task, model, run_dir, history, writer, examples_shown, keep_checkpo
     best = max((entry[main] for entry in history if math.isfinite(entry.get(main, math.nan))),
                default=-math.inf)
     history.append({"step": step, **metrics})
-    write_text(os.path.join(run_dir, "metrics.json"), json.dumps(history, indent=1) + "\n")
+    path = os.path.join(run_dir, "metrics.json")
+    with storage_operation("writing the metrics", path):
+        write_text(path, json.dumps(history, indent=1) + "\n")
     with writer.as_default():
         for name, value in metrics.items():
             tf.summary.scalar(name, value, step=step)

@@ -3,12 +3,14 @@ and `fit`, which trains a task (the contract of `zoo.training.task`) into a run 
 resumes it.
 
 Training is cut into rounds of `train.eval_every` steps (Keras "epochs"): each round ends with
-an evaluation, a best-model check and a backup. A run killed at any point and started again
-with the same command restores the last backup, skips exactly the batches already seen (the
-data order is a pure function of seed and position, `data_order.example_order`) and ends with
-the weights an uninterrupted run would have.
+an evaluation, a best-model check and a backup (`backups`). A run killed at any point and
+started again with the same command restores the last committed backup, skips exactly the
+batches already seen (the data order is a pure function of seed and position,
+`tasks.data_order.example_order`) and ends with the weights an uninterrupted run would have.
+SIGTERM or SIGINT stop it at the next step with a backup of that step (`preemption`).
 """
 
+import contextlib
 import math
 import os
 
@@ -17,8 +19,10 @@ import keras
 from zoo import config as config_lib
 from zoo import files
 from zoo.optimization import build_optimizer
+from zoo.training import backups
 from zoo.training import callbacks as callbacks_lib
 from zoo.training import distribution as distribution_lib
+from zoo.training import preemption
 from zoo.training import run_dir as run_dir_lib
 from zoo.training import run_lock, starting_points
 
@@ -119,32 +123,29 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
         backup_dir = os.path.join(run_dir, "backup")
         if shared_backup is not None:
             resuming = run_dir_lib.copy_backup(shared_backup, backup_dir) or resuming
-        start_round = run_dir_lib.backup_round(backup_dir) if resuming else 0
-        if resuming and start_round:
-            print(f"resuming {run_dir} at step {start_round * schedule.eval_every}", flush=True)
+        step = 0
+        if resuming:
+            # Loaded as fit would (BackupAndRestore loaded in it): in the model's strategy.
+            strategy = getattr(model, "distribute_strategy", None)
+            with strategy.scope() if strategy is not None else contextlib.nullcontext():
+                step = backups.restore(model, backup_dir)
+        if step:
+            print(f"resuming {run_dir} at step {step}", flush=True)
+        if resuming:  # what was logged after the backup is trained (and logged) again
+            callbacks_lib.drop_logs_after(os.path.join(run_dir, "logs"), step)
         logger = callbacks_lib.StepLogger(os.path.join(run_dir, "logs"), schedule,
                                           train_config.log_every)
-        callbacks = [
-            callbacks_lib.StopAt(schedule.total),
-            logger,
-            callbacks_lib.Evaluator(task, run_dir, train_config.eval_examples,
-                                    train_config.keep_checkpoints),
-            callbacks_lib.RandomState(backup_dir),  # written before the backup it refers to
-            # double_checkpoint: a backup torn by a kill falls back to the previous one.
-            keras.callbacks.BackupAndRestore(backup_dir, double_checkpoint=True,
-                                             delete_checkpoint=False),
-        ]
-        callbacks_lib.write_hparams(config, run_dir, task)
-        for phase in task.phases(schedule):
-            if start_round >= phase.last_round:
-                continue
-            first = max(start_round, phase.first_round)
-            skip = (first - phase.first_round) * schedule.eval_every
-            dataset = distribution_lib.distributed_dataset(train_config, phase.dataset, skip)
-            model.fit(dataset, epochs=phase.last_round, initial_epoch=first,
-                      steps_per_epoch=schedule.eval_every, callbacks=callbacks, verbose=0,
-                      shuffle=False)
-            start_round = phase.last_round
+        with preemption.signals_noted() as received:
+            callbacks = [
+                callbacks_lib.StopAt(schedule.total),
+                logger,
+                callbacks_lib.Evaluator(task, run_dir, train_config.eval_examples,
+                                        train_config.keep_checkpoints),
+                callbacks_lib.Backup(backup_dir),  # after the evaluation it may replay
+                preemption.Preemption(received, backup_dir),
+            ]
+            callbacks_lib.write_hparams(config, run_dir, task)
+            _train(model, task, schedule, train_config, callbacks, step)
         run_dir_lib.save_model(model, os.path.join(run_dir, "final.keras"))
         files.remove_quietly(backup_dir)
     finally:
@@ -158,7 +159,33 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
     return {k: v for k, v in history[-1].items() if k != "step"} if history else {}
 
 
+def _train(model, task, schedule, train_config, callbacks, step):
+    """`model.fit` over the task's phases from `step` on. A round cut by a preemption is
+    finished first, on its own (Keras counts an epoch's steps from its start)."""
+    every = schedule.eval_every
+    if step >= schedule.total:  # preempted at the last step: only the final model is left
+        return
+    start_round, within = divmod(step, every)
+    for phase in task.phases(schedule):
+        if start_round >= phase.last_round:
+            continue
+        first = max(start_round, phase.first_round)
+        skip = (first - phase.first_round) * every
+        if first == start_round and within:
+            dataset = distribution_lib.distributed_dataset(train_config, phase.dataset,
+                                                           skip + within)
+            model.fit(dataset, epochs=first + 1, initial_epoch=first,
+                      steps_per_epoch=every - within, callbacks=callbacks, verbose=0,
+                      shuffle=False)
+            first, skip, within = first + 1, skip + every, 0
+        if first < phase.last_round:
+            dataset = distribution_lib.distributed_dataset(train_config, phase.dataset, skip)
+            model.fit(dataset, epochs=phase.last_round, initial_epoch=first,
+                      steps_per_epoch=every, callbacks=callbacks, verbose=0, shuffle=False)
+        start_round = phase.last_round
+
+
 def _build(model):
-    """Create the optimizer variables before BackupAndRestore loads a backup into them."""
+    """Create the optimizer variables before `backups.restore` loads a backup into them."""
     if not model.optimizer.built:
         model.optimizer.build(model.trainable_variables)

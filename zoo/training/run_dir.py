@@ -4,7 +4,8 @@
     run_dir/vocabulary/      the tokenizer files, so the run is self-contained (text tasks)
     run_dir/logs/            TensorBoard: train/ (loss, learning rate, per log_every steps),
                              eval/ (dev metrics, dev examples as text), hparams
-    run_dir/backup/          keras.callbacks.BackupAndRestore state while training runs
+    run_dir/backup/          step_<N>/: the last one or two committed backups while training
+                             runs (zoo.training.backups), removed once the run is complete
     run_dir/best.keras       the model at the best main dev metric so far
     run_dir/final.keras      the model after the last step (its presence = run complete)
     run_dir/checkpoints/     step_<N>.keras, the model at every evaluation (train.keep_checkpoints)
@@ -25,6 +26,7 @@ import yaml
 from zoo import config as config_lib
 from zoo import files
 from zoo.files import write_text
+from zoo.storage import storage_operation
 from zoo.training.run_lock import LOCK
 
 RUN_FILES = ("config.yaml", "vocabulary", "logs", "backup", "best.keras", "final.keras",
@@ -56,8 +58,9 @@ def save_model(model, path):
     # keras.saving wants the `.keras` suffix, so not files.atomic_path's `.tmp` name.
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.keras")
     try:
-        model.save(tmp)
-        files.rename(tmp, path, overwrite=True)
+        with storage_operation("saving the model", path):
+            model.save(tmp)
+            files.rename(tmp, path, overwrite=True)
     except BaseException:
         if files.exists(tmp):
             files.remove(tmp)
@@ -152,7 +155,7 @@ def load_run(run_dir, checkpoint="best"):
     raise FileNotFoundError(f"--run-dir {run_dir}: no {' or '.join(names)} (has it trained?)")
 
 
-# === Backups (keras.callbacks.BackupAndRestore) ===
+# === Backups (zoo.training.backups) ===
 
 
 def copy_backup(source, target):
@@ -165,16 +168,3 @@ def copy_backup(source, target):
     files.remove_quietly(target)
     files.move_directory(staging, target)
     return True
-
-
-def backup_round(backup_dir):
-    """The round a BackupAndRestore backup will resume at (0 without one)."""
-    for name in ("training_metadata.json", "training_metadata.json.bkp"):
-        path = os.path.join(backup_dir, name)
-        if files.isfile(path):
-            try:
-                with files.open(path) as file:
-                    return int(json.load(file)["epoch"])
-            except (ValueError, KeyError):
-                continue
-    return 0

@@ -15,6 +15,7 @@ import collections
 import tensorflow as tf
 
 from zoo import files
+from zoo.storage import storage_operation
 
 # Bytes of text per chunk: enough chunks that a few workers share the corpus evenly (80 MB is
 # 10 chunks), small enough that a chunk's documents, as Python lists of ids (many times the
@@ -39,7 +40,8 @@ def _decode(raw, path, number):
 
 def _lines(segment):
     """(line number, stripped text) of each line of a segment."""
-    with files.open(segment.path, "rb") as f:
+    with storage_operation("reading the corpus", segment.path), \
+            files.open(segment.path, "rb") as f:
         if segment.start:
             f.seek(segment.start)
         position = segment.start

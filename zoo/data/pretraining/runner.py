@@ -26,6 +26,7 @@ import json
 import os
 
 from zoo import files
+from zoo.storage import storage_operation
 
 METADATA = "pretraining.json"  # beside the shards of each output directory
 
@@ -120,7 +121,15 @@ def run_job(job, chunks, pipeline_args=None, progress=None):
 
     Returns:
         {directory name: metadata}, also written as `OUT/<dir>/pretraining.json`.
+
+    A storage fault (a full or read-only `OUT`) is a `zoo.storage.StorageError` "writing the
+    pretraining data OUT: <reason>", also when a Beam worker met it.
     """
+    with storage_operation("writing the pretraining data", job.out):
+        return _run_job(job, chunks, pipeline_args, progress)
+
+
+def _run_job(job, chunks, pipeline_args, progress):
     from tqdm import tqdm
 
     files.makedirs(job.out)

@@ -1,0 +1,230 @@
+"""Crash-consistent runs (issue #40): a kill or a full disk during a backup write, a damaged
+backup, SIGTERM and SIGINT never cost the run.
+
+Each fault is injected at a chosen write (`tests.faults`) or sent once a chosen backup is
+committed, never by sleeping; then the same `zoo train` command is run again and must end
+with exactly the weights of an uninterrupted run, each evaluation recorded once. The runs
+start together, so the module costs about two runs' time.
+"""
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from tests.harness import REPO, wait_for_backup
+from tests.test_storage_faults import tmpfs
+from tests.test_training import final_weights, mrpc
+from zoo.training import backups
+
+STEPS = [10, 20, 30]
+
+
+def command(sample_data, run_dir):
+    args = ["--experiment", "bert/glue_mrpc", "--run-dir", str(run_dir)]
+    for override in mrpc(sample_data, "train.steps=30", "train.eval_every=10",
+                         "train.deterministic=true"):
+        args += ["--set", override]
+    return args
+
+
+def start(args, fault=None, step=None):
+    """`zoo train ARGS` in a fresh process, with `fault` injected into the weights write of
+    the backup of `step` (`tests.faults`); stdout and stderr apart."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
+    module = ["tests.faults", fault, str(step), "--"] if fault else ["tools.main"]
+    return subprocess.Popen([sys.executable, "-m", *module, "train", *args], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="module")
+def runs(sample_data, tmp_path_factory):
+    """An uninterrupted run and four interrupted ones, each started again once."""
+    root = tmp_path_factory.mktemp("crashes")
+    cmd = {name: command(sample_data, root / name)
+           for name in ("reference", "kill", "enospc", "SIGTERM", "SIGINT")}
+    procs = {"reference": start(cmd["reference"]),
+             "kill": start(cmd["kill"], "kill", 30),  # the last round's backup
+             "enospc": start(cmd["enospc"], "enospc", 20),
+             "SIGTERM": start(cmd["SIGTERM"]), "SIGINT": start(cmd["SIGINT"])}
+    for name in ("SIGTERM", "SIGINT"):
+        wait_for_backup(procs[name], root / name / "backup", 10, 600)
+        procs[name].send_signal(getattr(signal, name))
+    first = {}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=600)
+        first[name] = (proc.returncode, out, err, backups.committed(
+            str(root / name / "backup")), _leftovers(root / name / "backup"))
+    assert first["reference"][0] == 0, first["reference"][2][-3000:]
+    # The damaged backup: the `kill` run's newest committed one (step 20; its step 30 is
+    # torn) made unreadable as well. Resume must skip it, say so, and take step 10.
+    damaged = first["kill"][3][0][1]
+    backup_bytes = _size(pathlib.Path(damaged))  # the size of one backup of this run
+    with open(os.path.join(damaged, backups.WEIGHTS), "r+b") as file:
+        file.truncate(1000)
+    again = {name: start(cmd[name]) for name in cmd if name != "reference"}
+    second = {}
+    for name, proc in again.items():
+        out, err = proc.communicate(timeout=600)
+        second[name] = (proc.returncode, out + err)
+    return root, first, second, damaged, backup_bytes
+
+
+def _leftovers(backup_dir):
+    return sorted(p.name for p in backup_dir.glob(".tmp-*")) if backup_dir.exists() else []
+
+
+def _metrics_steps(run_dir):
+    return [e["step"] for e in json.loads((run_dir / "metrics.json").read_text())]
+
+
+def _logged_steps(run_dir):
+    """{(folder, tag): [steps]} of the run's TensorBoard scalars, in file order."""
+    import tensorflow as tf
+
+    logged = {}
+    for folder in ("train", "eval"):
+        for path in sorted((run_dir / "logs" / folder).glob("events.out.tfevents.*")):
+            for record in tf.data.TFRecordDataset(str(path)):
+                event = tf.compat.v1.Event.FromString(record.numpy())
+                for value in event.summary.value:
+                    logged.setdefault((folder, value.tag), []).append(event.step)
+    return logged
+
+
+def _assert_uninterrupted_weights(root, name):
+    expected, actual = final_weights(root / "reference"), final_weights(root / name)
+    assert set(actual) == set(expected)
+    for key in expected:
+        np.testing.assert_array_equal(actual[key], expected[key], err_msg=f"{name}: {key}")
+    assert _metrics_steps(root / name) == STEPS
+    logged = _logged_steps(root / name)  # each step logged once, as by the uninterrupted run
+    assert {tag: sorted(steps) for tag, steps in logged.items()} == _logged_steps(
+        root / "reference")
+    assert logged[("train", "loss")] == [10, 20, 30]
+    assert not (root / name / "backup").exists()  # removed once complete
+
+
+def test_a_kill_during_a_backup_write_and_a_damaged_backup_cost_nothing(runs):
+    root, first, second, damaged, _ = runs
+    code, _, err, committed, leftovers = first["kill"]
+    assert code == -signal.SIGKILL, err[-3000:]
+    assert [step for step, _ in committed] == [20, 10]  # step 30's never committed
+    assert len(leftovers) == 1  # its torn staging directory, which resume ignores
+    code, out = second["kill"]
+    assert code == 0, out[-3000:]
+    assert f"backup {damaged}: unreadable" in out, out[-3000:]
+    assert "resuming" in out and "at step 10" in out, out[-3000:]
+    _assert_uninterrupted_weights(root, "kill")
+
+
+def test_a_full_disk_during_a_backup_write_is_one_line_and_costs_nothing(runs):
+    root, first, second, _, _ = runs
+    code, _, err, committed, leftovers = first["enospc"]
+    assert code == 1, err[-3000:]
+    lines = [line for line in err.splitlines() if line.startswith("zoo train:")]
+    assert len(lines) == 1 and "no space left on device" in lines[0].lower(), err[-3000:]
+    assert lines[0] == (f"zoo train: error: writing the backup "
+                        f"{root / 'enospc' / 'backup' / 'step_20'}: no space left on device")
+    assert [step for step, _ in committed] == [10] and not leftovers
+    code, out = second["enospc"]
+    assert code == 0, out[-3000:]
+    assert "at step 10" in out, out[-3000:]
+    _assert_uninterrupted_weights(root, "enospc")
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGINT"])
+def test_a_signal_stops_at_the_next_step_with_a_backup_and_resumes_there(runs, name):
+    root, first, second, _, _ = runs
+    code, _, err, committed, _ = first[name]
+    assert code == 75, err[-3000:]
+    [message] = [line for line in err.splitlines() if line.startswith("zoo train:")]
+    assert f"stopped by {name} after step" in message, message
+    stopped = int(message.split("after step ")[1].split(";")[0])
+    assert committed[0][0] == stopped  # the backup of the very step it stopped at
+    code, out = second[name]
+    assert code == 0, out[-3000:]
+    assert f"at step {stopped}" in out, out[-3000:]  # resumed there: no step trained twice
+    _assert_uninterrupted_weights(root, name)
+
+
+def _size(path):
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() \
+        else path.stat().st_size
+
+
+def test_a_run_on_a_disk_that_fills_during_a_backup_resumes_once_space_is_freed(
+        runs, sample_data, tmp_path):
+    """The issue's scenario on a real file system: the run directory on a tmpfs with room
+    for what a run writes before its first backup and half of that backup."""
+    root, _, _, _, backup = runs
+    before = sum(_size(root / "reference" / name) for name in
+                 ("config.yaml", "vocabulary", "best.keras", "metrics.json")) + 256 * 1024
+    mount = tmp_path / "disk"
+    with tmpfs(mount, "64m"):
+        filler = mount / "filler"
+        filler.write_bytes(b"\0" * (64 * 2 ** 20 - before - backup // 2))
+        args = command(sample_data, mount / "run")
+        failed = start(args)
+        _, err = failed.communicate(timeout=600)
+        assert failed.returncode == 1, err[-3000:]
+        lines = [line for line in err.splitlines() if line.startswith("zoo train:")]
+        assert lines == [f"zoo train: error: writing the backup {mount / 'run' / 'backup'}"
+                         f"/step_10: no space left on device"], err[-3000:]
+        assert not list((mount / "run" / "backup").glob("*"))  # nothing torn left behind
+        filler.unlink()  # space is freed; the same command again
+        again = start(args)
+        out, err = again.communicate(timeout=600)
+        assert again.returncode == 0, (out + err)[-3000:]
+        expected, actual = final_weights(root / "reference"), final_weights(mount / "run")
+        for key in expected:
+            np.testing.assert_array_equal(actual[key], expected[key], err_msg=key)
+        assert _metrics_steps(mount / "run") == STEPS
+
+
+# === The backups themselves (no training) ===
+
+
+def _model(seed):
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2),
+                              keras.layers.Dropout(0.5, seed=seed)])
+    model.compile(optimizer="adam", loss="mse")
+    model.optimizer.build(model.trainable_variables)
+    return model
+
+
+def test_two_committed_backups_are_kept_and_the_newest_readable_one_restored(tmp_path):
+    model = _model(0)
+    for step in (1, 2, 3):
+        model.layers[0].kernel.assign(np.full((3, 2), float(step)))
+        backups.save(model, str(tmp_path), step)
+    assert [s for s, _ in backups.committed(str(tmp_path))] == [3, 2]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step_2", "step_3"]
+    restored = model  # (a new model in this process would name its seed generators anew)
+    restored.layers[0].kernel.assign(np.zeros((3, 2)))
+    assert backups.restore(restored, str(tmp_path)) == 3
+    np.testing.assert_array_equal(restored.layers[0].kernel.numpy(), np.full((3, 2), 3.0))
+    (tmp_path / "step_3" / backups.WEIGHTS).write_bytes(b"not hdf5")
+    said = []
+    assert backups.restore(restored, str(tmp_path), log=said.append) == 2
+    assert said and str(tmp_path / "step_3") in said[0] and "unreadable" in said[0]
+    np.testing.assert_array_equal(restored.layers[0].kernel.numpy(), np.full((3, 2), 2.0))
+    # A staging directory without its state.json is not a backup.
+    (tmp_path / "step_4").mkdir()
+    assert backups.latest_step(str(tmp_path)) == 3
+
+
+def test_no_readable_backup_is_an_error_saying_what_to_delete(tmp_path):
+    model = _model(0)
+    backups.save(model, str(tmp_path), 5)
+    (tmp_path / "step_5" / backups.RANDOM_STATE).write_bytes(b"")
+    with pytest.raises(backups.BackupError, match=r"no readable backup in .*delete"):
+        backups.restore(model, str(tmp_path), log=lambda line: None)
+    assert backups.restore(model, str(tmp_path / "none")) == 0
