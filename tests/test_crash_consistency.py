@@ -34,33 +34,40 @@ def command(sample_data, run_dir):
     return args
 
 
-def start(args, fault=None, step=None):
-    """`zoo train ARGS` in a fresh process, with `fault` injected into the weights write of
-    the backup of `step` (`tests.faults`); stdout and stderr apart."""
+def start(args, fault=None, where=None):
+    """`zoo train ARGS` in a fresh process, with `fault` injected at the write `where`
+    (`tests.faults`); stdout and stderr apart."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
-    module = ["tests.faults", fault, str(step), "--"] if fault else ["tools.main"]
+    module = ["tests.faults", fault, where, "--"] if fault else ["tools.main"]
     return subprocess.Popen([sys.executable, "-m", *module, "train", *args], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 @pytest.fixture(scope="module")
 def runs(sample_data, tmp_path_factory):
-    """An uninterrupted run and four interrupted ones, each started again once."""
+    """An uninterrupted run and seven interrupted ones, each started again once."""
     root = tmp_path_factory.mktemp("crashes")
-    cmd = {name: command(sample_data, root / name)
-           for name in ("reference", "kill", "enospc", "SIGTERM", "SIGINT")}
+    cmd = {name: command(sample_data, root / name) for name in
+           ("reference", "kill", "enospc", "metrics", "final", "SIGTERM", "SIGINT", "SIGKILL")}
     procs = {"reference": start(cmd["reference"]),
-             "kill": start(cmd["kill"], "kill", 30),  # the last round's backup
-             "enospc": start(cmd["enospc"], "enospc", 20),
-             "SIGTERM": start(cmd["SIGTERM"]), "SIGINT": start(cmd["SIGINT"])}
-    for name in ("SIGTERM", "SIGINT"):
+             "kill": start(cmd["kill"], "kill", "backup:30"),  # the last round's backup
+             "enospc": start(cmd["enospc"], "enospc", "backup:20"),
+             "metrics": start(cmd["metrics"], "kill", "file:metrics.json:2"),  # at step 20
+             "final": start(cmd["final"], "enospc", "file:final.keras:1"),
+             "SIGTERM": start(cmd["SIGTERM"]), "SIGINT": start(cmd["SIGINT"]),
+             "SIGKILL": start(cmd["SIGKILL"])}
+    for name in ("SIGTERM", "SIGINT", "SIGKILL"):  # once step 10 is backed up, mid-run
         wait_for_backup(procs[name], root / name / "backup", 10, 600)
         procs[name].send_signal(getattr(signal, name))
     first = {}
     for name, proc in procs.items():
         out, err = proc.communicate(timeout=600)
+        run_files = sorted(p.name for p in (root / name).iterdir()
+                           if p.name.startswith((".final.keras", "final.keras", ".metrics")))
+        if (root / name / "metrics.json").exists():
+            run_files += ["metrics.json", f"step {_metrics_steps(root / name)[-1]}"]
         first[name] = (proc.returncode, out, err, backups.committed(
-            str(root / name / "backup")), _leftovers(root / name / "backup"))
+            str(root / name / "backup")), _leftovers(root / name / "backup"), run_files)
     assert first["reference"][0] == 0, first["reference"][2][-3000:]
     # The damaged backup: the `kill` run's newest committed one (step 20; its step 30 is
     # torn) made unreadable as well. Resume must skip it, say so, and take step 10.
@@ -113,7 +120,7 @@ def _assert_uninterrupted_weights(root, name):
 
 def test_a_kill_during_a_backup_write_and_a_damaged_backup_cost_nothing(runs):
     root, first, second, damaged, _ = runs
-    code, _, err, committed, leftovers = first["kill"]
+    code, _, err, committed, leftovers, _ = first["kill"]
     assert code == -signal.SIGKILL, err[-3000:]
     assert [step for step, _ in committed] == [20, 10]  # step 30's never committed
     assert len(leftovers) == 1  # its torn staging directory, which resume ignores
@@ -126,7 +133,7 @@ def test_a_kill_during_a_backup_write_and_a_damaged_backup_cost_nothing(runs):
 
 def test_a_full_disk_during_a_backup_write_is_one_line_and_costs_nothing(runs):
     root, first, second, _, _ = runs
-    code, _, err, committed, leftovers = first["enospc"]
+    code, _, err, committed, leftovers, _ = first["enospc"]
     assert code == 1, err[-3000:]
     lines = [line for line in err.splitlines() if line.startswith("zoo train:")]
     assert len(lines) == 1 and "no space left on device" in lines[0].lower(), err[-3000:]
@@ -139,10 +146,52 @@ def test_a_full_disk_during_a_backup_write_is_one_line_and_costs_nothing(runs):
     _assert_uninterrupted_weights(root, "enospc")
 
 
+def test_a_kill_while_writing_the_metrics_leaves_them_and_its_temporary_is_cleared(runs):
+    root, first, second, _, _ = runs
+    code, _, err, committed, _, _ = first["metrics"]
+    assert code == -signal.SIGKILL, err[-3000:]
+    assert [step for step, _ in committed] == [10]  # killed before step 20's backup
+    # The last complete metrics.json (step 10) and the torn temporary of the next one.
+    torn, *kept = first["metrics"][5]
+    assert torn.startswith(".metrics.json.") and kept == ["metrics.json", "step 10"], kept
+    code, out = second["metrics"]
+    assert code == 0, out[-3000:]
+    assert "removed" in out and ".metrics.json." in out, out[-3000:]
+    assert "at step 10" in out, out[-3000:]
+    assert not [p for p in (root / "metrics").rglob(".*") if p.is_file()]  # no temporaries
+    _assert_uninterrupted_weights(root, "metrics")
+
+
+def test_a_full_disk_when_saving_the_final_model_keeps_the_last_backup(runs):
+    root, first, second, _, _ = runs
+    code, _, err, committed, _, _ = first["final"]
+    assert code == 1, err[-3000:]
+    lines = [line for line in err.splitlines() if line.startswith("zoo train:")]
+    assert lines == [f"zoo train: error: saving the model {root / 'final' / 'final.keras'}: "
+                     "no space left on device"], err[-3000:]
+    assert [step for step, _ in committed][0] == 30
+    # No final.keras then and no temporary of it left; the evaluations all recorded.
+    assert first["final"][5] == ["metrics.json", "step 30"]
+    code, out = second["final"]
+    assert code == 0, out[-3000:]
+    assert "at step 30" in out, out[-3000:]  # nothing trained again: only the model is saved
+    _assert_uninterrupted_weights(root, "final")
+
+
+def test_a_run_killed_mid_round_resumes_from_its_last_backup(runs):
+    root, first, second, _, _ = runs
+    code, _, err, committed, _, _ = first["SIGKILL"]
+    assert code == -signal.SIGKILL, err[-3000:]
+    code, out = second["SIGKILL"]
+    assert code == 0, out[-3000:]
+    assert f"at step {committed[0][0]}" in out, out[-3000:]
+    _assert_uninterrupted_weights(root, "SIGKILL")
+
+
 @pytest.mark.parametrize("name", ["SIGTERM", "SIGINT"])
 def test_a_signal_stops_at_the_next_step_with_a_backup_and_resumes_there(runs, name):
     root, first, second, _, _ = runs
-    code, _, err, committed, _ = first[name]
+    code, _, err, committed, _, _ = first[name]
     assert code == 75, err[-3000:]
     [message] = [line for line in err.splitlines() if line.startswith("zoo train:")]
     assert f"stopped by {name} after step" in message, message

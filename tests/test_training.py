@@ -8,7 +8,6 @@ HTTP API, the weights of an uninterrupted run, sklearn through `zoo score`.
 import json
 import math
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import pytest
 import yaml
 
 from tasks import runs
-from tests.harness import REPO, wait_for_backup
+from tests.harness import REPO
 from tests.test_optimization import cosine_reference, linear_reference
 from tools.main import main as cli
 from zoo import config as config_lib
@@ -220,37 +219,9 @@ def test_tensorboard_serves_the_scheduled_learning_rate_and_the_loss(tensorboard
 
 
 # === Resume after SIGKILL ===
-
-
-def test_a_killed_run_resumes_and_ends_with_the_uninterrupted_weights(sample_data, tmp_path):
-    overrides = mrpc(sample_data, "train.steps=60", "train.eval_every=10",
-                     "train.deterministic=true")
-
-    def command(run_dir):
-        args = ["--experiment", "bert/glue_mrpc", "--run-dir", str(run_dir)]
-        for override in overrides:
-            args += ["--set", override]
-        return args
-
-    reference = zoo_train(command(tmp_path / "reference"))
-    interrupted = zoo_train(command(tmp_path / "interrupted"))
-    # Kill it in the middle of the third round.
-    wait_for_backup(interrupted, tmp_path / "interrupted" / "backup", 20, 300)
-    interrupted.send_signal(signal.SIGKILL)
-    interrupted.wait()
-    assert not (tmp_path / "interrupted" / "final.keras").exists()
-    resumed = zoo_train(command(tmp_path / "interrupted"))
-    out = resumed.communicate(timeout=600)[0]
-    assert resumed.returncode == 0, out[-3000:]
-    assert "resuming" in out
-    assert reference.wait(timeout=600) == 0, reference.communicate()[0][-3000:]
-    expected, actual = final_weights(tmp_path / "reference"), final_weights(
-        tmp_path / "interrupted")
-    assert set(actual) == set(expected)
-    for name in expected:
-        np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
-    steps = [e["step"] for e in json.loads((tmp_path / "interrupted" / "metrics.json").read_text())]
-    assert steps == [10, 20, 30, 40, 50, 60]
+# A run killed mid-round (and in the middle of a backup, of metrics.json, ...) resumes and ends
+# with the uninterrupted weights: tests/test_crash_consistency.py, which runs these cases side
+# by side against one uninterrupted run.
 
 
 # === Strategies and backends ===

@@ -125,6 +125,8 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
             resuming = run_dir_lib.copy_backup(shared_backup, backup_dir) or resuming
         step = 0
         if resuming:
+            for path in run_dir_lib.remove_temporaries(run_dir):
+                print(f"removed {path}, left by a write that was cut off", flush=True)
             # Loaded as fit would (BackupAndRestore loaded in it): in the model's strategy.
             strategy = getattr(model, "distribute_strategy", None)
             with strategy.scope() if strategy is not None else contextlib.nullcontext():

@@ -18,6 +18,7 @@ Every file is written to a temporary name and renamed.
 
 import json
 import os
+import re
 import uuid
 
 import keras
@@ -153,6 +154,29 @@ def load_run(run_dir, checkpoint="best"):
         if files.isfile(path):
             return config, keras.saving.load_model(path)
     raise FileNotFoundError(f"--run-dir {run_dir}: no {' or '.join(names)} (has it trained?)")
+
+
+# A temporary file of an atomic write of a run file: `save_model`'s `.NAME.<id>.keras`,
+# `zoo.files.write_text`'s `.NAME.<random>`, `zoo.files.atomic_path`'s `.NAME.<id>.tmp`.
+_TEMPORARY = re.compile(r"^\.(metrics\.json|config\.yaml|best\.keras|final\.keras|"
+                        r"step_\d+\.keras|events\.out\.tfevents\..+)\.[0-9a-z_]+(\.keras|\.tmp)?$")
+
+
+def remove_temporaries(run_dir):
+    """Remove what writes killed half-way left in a run directory (temporary files, never
+    renamed into place); called on resume, by the process holding the run's lock. Returns
+    their paths."""
+    removed = []
+    for folder in (run_dir, os.path.join(run_dir, "checkpoints"),
+                   os.path.join(run_dir, "logs", "train"), os.path.join(run_dir, "logs", "eval")):
+        if not files.isdir(folder):
+            continue
+        for name in files.listdir(folder):
+            path = os.path.join(folder, name)
+            if _TEMPORARY.match(name) and files.isfile(path):
+                files.remove(path)
+                removed.append(path)
+    return removed
 
 
 # === Backups (zoo.training.backups) ===
