@@ -216,3 +216,14 @@ def test_a_storage_error_survives_pickling():
     assert str(error) == "writing the export o/1: no space left on device"
     assert (error.operation, error.path, error.reason, error.errno) == \
         ("writing the export", "o/1", "no space left on device", 28)
+
+
+def test_a_missing_input_inside_a_write_block_is_not_called_a_fault_of_the_output(tmp_path):
+    # A conversion reads its source inside the block that writes its output.
+    with pytest.raises(FileNotFoundError) as raised:
+        with storage_operation("writing the conversion", tmp_path / "out"):
+            open("/nonexistent/source/model.safetensors", "rb")
+    assert not isinstance(raised.value, StorageError)
+    with pytest.raises(StorageError, match="writing the conversion .*: no such file"):
+        with storage_operation("writing the conversion", tmp_path / "gone" / "out"):
+            open(tmp_path / "gone" / ".out.tmp" / "x", "wb")

@@ -178,8 +178,10 @@ def storage_operation(operation, path):
         path: the output the block writes (its final path, not a temporary one).
 
     Every other error passes through unchanged, and so does a `StorageError` from an inner
-    block. The caller keeps its writes atomic (a temporary file renamed at the end, removed on
-    failure); this only names the fault.
+    block; so does a missing file or a permission error that does not name `path` or its
+    folder (the block may read as well: a conversion's source that is not there is not a
+    fault of its output). The caller keeps its writes atomic (a temporary file renamed at the
+    end, removed on failure); this only names the fault.
 
     Example:
         >>> try:
@@ -195,9 +197,31 @@ def storage_operation(operation, path):
         raise
     except Exception as error:  # noqa: BLE001 - OSError, tf.errors.OpError, h5py's RuntimeError
         found = storage_reason(error)
-        if found is None:
+        if found is None or (found[0] in _AMBIGUOUS and not _names(error, path)):
             raise
         raise StorageError(operation, path, found[1], found[0]) from error
+
+
+# Reasons a read meets as well as a write: inside a block that also reads (a conversion reads
+# its source), they are the block's write fault only when the error names the output's folder.
+_AMBIGUOUS = {errno.ENOENT, errno.EACCES, errno.EPERM, errno.ENOTDIR}
+
+
+def _names(error, path):
+    """Whether `error` (or what it was raised from) names `path`'s folder or a path in it."""
+    path = os.fspath(path)
+    names = {path, os.path.dirname(path)}
+    if "://" not in path:
+        names.add(os.path.dirname(os.path.abspath(path)))
+    names.discard("")
+    seen = 0
+    while error is not None and seen < 8:
+        parts = (error, getattr(error, "filename", None), getattr(error, "filename2", None))
+        text = " ".join(str(part) for part in parts if part)
+        if any(name in text for name in names):
+            return True
+        error, seen = error.__cause__, seen + 1
+    return False
 
 
 __all__ = ["REASONS", "StorageError", "storage_message", "storage_operation", "storage_reason"]
