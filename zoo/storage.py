@@ -40,6 +40,8 @@ import os
 import re
 import sys
 
+from zoo import files
+
 # The short reasons, by errno; the same texts are searched for in the messages of errors that
 # carry no errno (TensorFlow's "...; No space left on device", h5py's "error message = '...'").
 REASONS = {
@@ -210,10 +212,7 @@ _AMBIGUOUS = {errno.ENOENT, errno.EACCES, errno.EPERM, errno.ENOTDIR}
 def _names(error, path):
     """Whether `error` (or what it was raised from) names `path`'s folder or a path in it."""
     path = os.fspath(path)
-    names = {path, os.path.dirname(path)}
-    if "://" not in path:
-        names.add(os.path.dirname(os.path.abspath(path)))
-    names.discard("")
+    names = {path, os.path.dirname(path), os.path.dirname(files.absolute(path))} - {""}
     seen = 0
     while error is not None and seen < 8:
         parts = (error, getattr(error, "filename", None), getattr(error, "filename2", None))

@@ -1,12 +1,14 @@
 """The mechanisms of training with `model.fit`, one concern a module.
 
-    run_dir.py          run-directory layout and checks, atomic model files, metrics, backups
+    run_dir.py          run-directory layout and checks, atomic model files, metrics
+    backups.py          backups committed atomically, two kept; the newest readable restored
+    preemption.py       SIGTERM / SIGINT: a backup of the step under way, then a clean stop
     run_lock.py         one `zoo train` process per run directory (zoo.lock: host and pid)
     starting_points.py  the task's tokenizer and vocabulary files, the backbone to start from
     distribution.py     devices, tf.distribute strategies, the Keras 3.15.1 multi-worker patch
                         (keras-team/keras#20585), TF_CONFIG clusters, JAX distributions
     task.py             the task contract: what fit, its callbacks and the export call on a task
-    callbacks.py        progress and TensorBoard, step limit, random state, evaluation rounds
+    callbacks.py        progress and TensorBoard, step limit, evaluation rounds, backups
     loop.py             step counts, the optimizer and compile, the fit loop
 
 This package knows no task family: it calls a task only through the contract of `task.py`
