@@ -4,7 +4,7 @@ Keras 3.15.1's `model.fit` fails under this strategy (keras-team/keras#20585); z
 two failing paths for that version (zoo.training.distribution._patch_keras_for_multi_worker). Checked here:
 the two workers end with identical weights, equal to float tolerance to one process training
 on the same global batch; a worker killed mid-run, restarted with the chief (as a cluster
-manager restarts a job), resumes from the chief's BackupAndRestore state and ends with the
+manager restarts a job), resumes from the chief's backup (zoo.training.backups) and ends with the
 weights of the uninterrupted run. Dropout is off and the optimizer is SGD so that the only
 difference between the runs is the order of float additions (per-replica dropout masks cannot
 match one process's, and Adam's first steps turn tiny gradient noise into whole steps).

@@ -127,7 +127,7 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
         if resuming:
             for path in run_dir_lib.remove_temporaries(run_dir):
                 print(f"removed {path}, left by a write that was cut off", flush=True)
-            # Loaded as fit would (BackupAndRestore loaded in it): in the model's strategy.
+            # Loaded in the model's strategy, as fit itself would load it.
             strategy = getattr(model, "distribute_strategy", None)
             with strategy.scope() if strategy is not None else contextlib.nullcontext():
                 step = backups.restore(model, backup_dir)
