@@ -19,9 +19,10 @@ import numpy as np
 import pytest
 
 from tests.harness import REPO, wait_for_backup
-from tests.test_storage_faults import tmpfs
+from tests.test_storage_faults import fill, tmpfs
 from tests.test_training import final_weights, mrpc
-from zoo.training import backups, preemption
+from zoo.storage import StorageError, storage_message
+from zoo.training import backups, callbacks, preemption, run_dir
 
 STEPS = [10, 20, 30]
 
@@ -299,3 +300,52 @@ def test_no_readable_backup_is_an_error_saying_what_to_delete(tmp_path):
     with pytest.raises(backups.BackupError, match=r"no readable backup in .*delete"):
         backups.restore(model, str(tmp_path), log=lambda line: None)
     assert backups.restore(model, str(tmp_path / "none")) == 0
+
+
+# === The other writes of a run: best.keras, checkpoints, TensorBoard ===
+
+
+def test_a_full_disk_under_a_checkpoint_or_the_logs_is_one_line_and_keeps_the_last_good_copy(
+        tmp_path):
+    """A real full disk (a tmpfs) while best.keras, checkpoints/step_<N>.keras and the
+    TensorBoard events are written; then a resume cuts the events file's torn tail."""
+    import tensorflow as tf
+
+    model = _model(0)
+    with tmpfs(tmp_path / "disk", "4m") as disk:
+        paths = [disk / "best.keras", disk / "checkpoints" / "step_20.keras"]
+        (disk / "checkpoints").mkdir()
+        for path in paths:
+            run_dir.save_model(model, str(path))
+        saved = {path: path.read_bytes() for path in paths}
+        writer = tf.summary.create_file_writer(str(disk / "logs" / "train"))
+        with writer.as_default():
+            for step in (10, 20):
+                tf.summary.scalar("loss", float(step), step=step)
+        writer.flush()
+        model.layers[0].kernel.assign(np.ones((3, 2)))
+        fill(disk, leave=0)
+        for path in paths:
+            with pytest.raises(StorageError) as raised:
+                run_dir.save_model(model, str(path))
+            assert str(raised.value) == f"saving the model {path}: no space left on device"
+            assert path.read_bytes() == saved[path]  # the last good copy, untouched
+        assert sorted(p.name for p in disk.rglob("*.keras")) == ["best.keras", "step_20.keras"]
+        [events] = (disk / "logs" / "train").glob("events.out.tfevents.*")
+        with pytest.raises(tf.errors.ResourceExhaustedError) as raised:
+            with writer.as_default():
+                for step in range(30, 2000):
+                    tf.summary.scalar("loss", float(step), step=step)
+            writer.flush()
+        assert storage_message(raised.value) == f"{events}; No space left on device"
+        (disk / "filler").unlink()
+        # What the writer got onto the disk before it filled, cut inside a record as a kill
+        # mid-flush leaves it: a resume at step 20 keeps the complete records up to 20.
+        size = events.stat().st_size
+        with open(events, "r+b") as file:
+            file.truncate(size - 3)
+        callbacks.drop_logs_after(str(disk / "logs"), 20)
+        steps = [tf.compat.v1.Event.FromString(r.numpy()).step
+                 for r in tf.data.TFRecordDataset(str(events))]
+        assert steps == [0, 10, 20], steps  # (0: the file-version event every file starts with)
+        assert not [p for p in disk.rglob(".*") if p.is_file()]

@@ -227,3 +227,27 @@ def test_a_missing_input_inside_a_write_block_is_not_called_a_fault_of_the_outpu
     with pytest.raises(StorageError, match="writing the conversion .*: no such file"):
         with storage_operation("writing the conversion", tmp_path / "gone" / "out"):
             open(tmp_path / "gone" / ".out.tmp" / "x", "wb")
+
+
+def test_zoo_data_pretrain_onto_a_full_disk_keeps_the_old_shards(tmp_path, capsys):
+    """Pretraining shards (Beam's DirectRunner in this process) onto a disk that fills up:
+    one line, the earlier shards and their metadata untouched, nothing staged left."""
+    from tests.data_fixtures import write_corpus, write_vocab
+
+    vocab = write_vocab(str(tmp_path))
+    corpus = write_corpus(str(tmp_path / "corpus.txt"), 30)
+    with tmpfs(tmp_path / "disk", size="2m") as disk:
+        args = ["data", "pretrain", "--corpus", corpus, "--vocab", vocab, "--out",
+                str(disk / "out"), "--max-sequence-length", "16", "--direct_num_workers", "1"]
+        assert cli([*args, "--shards", "1"]) == 0
+        before = {p.name: p.read_bytes() for p in (disk / "out" / "seq16").iterdir()}
+        capsys.readouterr()
+        fill(disk, leave=0)
+        assert cli([*args, "--shards", "2", "--dupe-factor", "3"]) == 1
+        lines = capsys.readouterr().err.splitlines()
+        [line] = fault_lines(lines, "no space left on device")
+        assert line == f"zoo data: error: writing the pretraining data {disk}/out: no space " \
+                       "left on device", lines
+        (disk / "filler").unlink()
+        assert os.listdir(disk) == ["out"] and os.listdir(disk / "out") == ["seq16"]
+        assert {p.name: p.read_bytes() for p in (disk / "out" / "seq16").iterdir()} == before

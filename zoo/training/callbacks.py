@@ -83,14 +83,22 @@ def drop_logs_after(log_dir, step):
     TFRecords of `Event` protos; each file holding a later step is rewritten without those
     events to a temporary name and renamed over it. TensorBoard's own purge of "orphaned"
     steps needs a SessionLog START event, which TF2's summary API does not write.
+
+    A file whose last record was cut off (a kill or a full disk while TensorFlow's writer
+    flushed it) keeps its complete records up to that one; the torn tail goes too.
     """
     import tensorflow as tf
 
     for folder in ("train", "eval"):
         for path in files.glob(os.path.join(log_dir, folder, "events.out.tfevents.*")):
-            records = [bytes(r.numpy()) for r in tf.data.TFRecordDataset(path)]
+            records, torn = [], False
+            try:
+                for record in tf.data.TFRecordDataset(path):
+                    records.append(bytes(record.numpy()))
+            except tf.errors.DataLossError:  # a truncated record: the end of what was written
+                torn = True
             kept = [r for r in records if tf.compat.v1.Event.FromString(r).step <= step]
-            if len(kept) == len(records):
+            if len(kept) == len(records) and not torn:
                 continue
             with files.atomic_path(path) as tmp:
                 with tf.io.TFRecordWriter(tmp) as writer:
