@@ -300,6 +300,11 @@ def test_no_readable_backup_is_an_error_saying_what_to_delete(tmp_path):
     with pytest.raises(backups.BackupError, match=r"no readable backup in .*delete"):
         backups.restore(model, str(tmp_path), log=lambda line: None)
     assert backups.restore(model, str(tmp_path / "none")) == 0
+    (tmp_path / "old").mkdir()  # an older zoo's Keras BackupAndRestore file: not a silent restart
+    (tmp_path / "old" / "latest.weights.h5").write_bytes(b"")
+    with pytest.raises(backups.BackupError, match=r"latest.weights.h5 is a backup in the layout "
+                       r"of an older zoo.*delete .*old to train this run again from step 0"):
+        backups.restore(model, str(tmp_path / "old"))
 
 
 # === The other writes of a run: best.keras, checkpoints, TensorBoard ===

@@ -107,7 +107,8 @@ def _write(model, staging, target, step):
 def restore(model, backup_dir, log=functools.partial(print, flush=True)):
     """Load the newest readable committed backup into `model` (built, optimizer built);
     returns its step, 0 when there is none. An unreadable one is skipped with a message
-    naming it; when every one is unreadable, a `BackupError` says what to delete."""
+    naming it; when every one is unreadable, or the only backup is an older zoo's
+    `latest.weights.h5`, a `BackupError` says what to delete."""
     found = committed(backup_dir)
     skipped = []
     for step, path in found:
@@ -128,6 +129,11 @@ def restore(model, backup_dir, log=functools.partial(print, flush=True)):
         raise BackupError(f"no readable backup in {backup_dir} ({', '.join(skipped)}): delete "
                           f"{backup_dir} to train this run again from step 0, or put back a "
                           "copy of it")
+    old = os.path.join(backup_dir, "latest.weights.h5")
+    if files.exists(old):  # keras.callbacks.BackupAndRestore's, as zoo wrote it before #40
+        raise BackupError(f"{old} is a backup in the layout of an older zoo, which lacks the "
+                          f"random state this one resumes; delete {backup_dir} to train this "
+                          "run again from step 0, or finish it with the zoo that wrote it")
     return 0
 
 
