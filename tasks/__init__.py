@@ -17,7 +17,7 @@ of this registry.
 """
 
 from tasks import (classification, image_classification, multiple_choice, pretraining, span_qa,
-                   tagging)
+                   tagging, text_classification)
 from zoo import config as config_lib
 from zoo.data.benchmarks import BENCHMARKS
 
@@ -33,6 +33,8 @@ FAMILIES = {
     "image_classification": image_classification.ImageClassificationTask,
     # BERT section 5.3 and Table 7: CoNLL-2003 NER, fine-tuned or feature-based.
     "tagging": tagging.TaggingTask,
+    # Your own data: any files, columns and labels; one label, several, or a score a row.
+    "text_classification": text_classification.TextClassificationTask,
 }
 # Task name -> task class: every benchmark, by its family.
 TASKS = {name: FAMILIES[benchmark.family] for name, benchmark in BENCHMARKS.items()}
@@ -43,8 +45,10 @@ TASKS["pretrain/masked_lm"] = pretraining.MaskedLMTask
 TASKS["pretrain/causal_lm"] = pretraining.CausalLMTask
 
 
-def create(name, config=None, check_data=True):
-    """The task `name` built from `config` (an Experiment, a dict of sections, or None).
+def create(name, config=None, check_data=True, rows=None):
+    """The task `name` built from `config` (an Experiment, a dict of sections, or None);
+    `rows` ({split: a list of dicts or a pandas DataFrame}): your own data in memory, for
+    text_classification.
 
     Example:
         >>> import tasks
@@ -57,4 +61,9 @@ def create(name, config=None, check_data=True):
                                      f"{', '.join(TASKS)}")
     if config is None or isinstance(config, dict):
         config = config_lib.resolve({**(config or {}), "task": name})
+    if rows is not None:
+        if TASKS[name] is not text_classification.TextClassificationTask:
+            raise config_lib.ConfigError(f"rows: {name} reads its benchmark's files; rows in "
+                                         "memory are for text_classification")
+        return TASKS[name](name, config, check_data=check_data, rows=rows)
     return TASKS[name](name, config, check_data=check_data)

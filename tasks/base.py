@@ -45,6 +45,9 @@ class BaseTask(training.Task):
     # Label names in label-id order, where the task's labels have names (`zoo convert`'s
     # id2label); None for scores, choice indices and pretraining.
     labels = None
+    # Whether each example has any number of these labels (a sigmoid a label): your own data's
+    # data.multi_label.
+    multi_label = False
 
     def __init__(self, name, config):
         super().__init__(name, config)

@@ -35,10 +35,6 @@ from zoo.data import packing
 from zoo.data.benchmarks import BENCHMARKS, names
 
 NAMES = names("classification")  # GLUE's nine tasks, SNLI, SciTail
-# Their input forms (the records' `input_form`): one text, or a pair without an order (GPT-1
-# Table 4 "semantic similarity"); the others are entailment pairs.
-SINGLE_SENTENCE = tuple(n for n in NAMES if BENCHMARKS[n].input_form == "single")
-SIMILARITY = tuple(n for n in NAMES if BENCHMARKS[n].input_form == "similarity")
 
 
 class ClassificationTask(BaseTask):
@@ -65,11 +61,23 @@ class ClassificationTask(BaseTask):
 
     def __init__(self, name, config, check_data=True):
         super().__init__(name, config)
+        self.gpt = is_gpt(config.model.preset)
+        self.tokenizer = self.load_tokenizer()
+        self.setup(check_data)
+
+    def load_tokenizer(self):
+        """The tokenizer of `model.vocabulary` (or the init checkpoint's) in the run's style."""
+        return training.load_tokenizer(self.config.model, gpt=self.gpt)
+
+    def setup(self, check_data):
+        """The benchmark's labels, input form and metrics, from its record; with
+        `check_data` its train and dev files are read now."""
+        name = self.name
         self.labels = BENCHMARKS[name].labels  # None: STS-B scores
         self.regression = self.labels is None
-        self.single_sentence = name in SINGLE_SENTENCE  # no sentence2
-        self.gpt = is_gpt(config.model.preset)
-        self.tokenizer = training.load_tokenizer(config.model, gpt=self.gpt)
+        # GPT-1 section 3.3's input transformation: "single", "entailment" or "similarity".
+        self.input_form = BENCHMARKS[name].input_form
+        self.single_sentence = self.input_form == "single"  # no sentence2
         self.metric_names = metrics_lib.METRICS[name]
         self.main_metric = self.metric_names[0]
         self.split_files = BENCHMARKS[name].split_files  # MNLI: matched and mismatched
@@ -124,7 +132,7 @@ class ClassificationTask(BaseTask):
     def _packed(self, sentence1, sentence2):
         tok, length = self.tokenizer, self.config.data.sequence_length
         first = tok(sentence1)
-        single = self.name in SINGLE_SENTENCE
+        single = self.single_sentence
         second = None if single else tok(sentence2)
         if not self.gpt:
             segments = first if single else (first, second)
@@ -133,7 +141,7 @@ class ClassificationTask(BaseTask):
         start, delimiter, extract = (tok.token_to_id(t) for t in tok.special_tokens)
         if single:
             return packing.pack_gpt_classification(first, length, start, extract)
-        if self.name in SIMILARITY:
+        if self.input_form == "similarity":
             return packing.pack_gpt_similarity(first, second, length, start, delimiter, extract)
         return packing.pack_gpt_entailment(first, second, length, start, delimiter, extract)
 
@@ -152,7 +160,7 @@ class ClassificationTask(BaseTask):
         """The backbone of `model.preset` / `model.init_checkpoint` with this task's head."""
 
         model = self.config.model
-        num_classes = 1 if self.regression else len(self.labels)
+        num_classes = self.num_outputs()
         if model.bilstm:  # the BiLSTM's final states replace the pooler (BERT Table 5)
             backbone = training.load_backbone(model, self.tokenizer, pooler=False)
             return models.BertClassifier(backbone, num_classes, dropout=model.dropout,
@@ -161,8 +169,13 @@ class ClassificationTask(BaseTask):
         if not self.gpt:
             return models.BertClassifier(backbone, num_classes, dropout=model.dropout)
         return models.GPTClassifier(
-            backbone, num_classes, num_sequences=2 if self.name in SIMILARITY else None,
+            backbone, num_classes,
+            num_sequences=2 if self.input_form == "similarity" else None,
             combine="sum", dropout=model.dropout, lm=bool(self.config.train.lm_weight))
+
+    def num_outputs(self):
+        """The classifier's outputs: one a label, one score for a regression."""
+        return 1 if self.regression else len(self.labels)
 
     def losses_and_metrics(self, model):
         """Cross-entropy (STS-B: squared error) on the logits, + GPT-1's LM loss (section

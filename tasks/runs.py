@@ -199,7 +199,7 @@ def convert_run(run_dir, path, checkpoint="best", progress=False):
     """
 
     _, task, model = load_task(run_dir, checkpoint)
-    labels = getattr(task, "labels", None)
+    labels = task.labels
     convert.to_huggingface(model, path, progress=progress,
                            labels=None if labels is None else list(labels),
-                           tokenizer=task.tokenizer)
+                           tokenizer=task.tokenizer, multi_label=task.multi_label)

@@ -6,6 +6,7 @@
                     [Beam pipeline options, e.g. --direct_num_workers 2 or --project P]
   zoo data samples  --out DIR
   zoo data check    TASK PATH [--skip-bad-rows]
+  zoo data check    text_classification FILE [--experiment E] [--set data.KEY=VALUE ...]
 """
 
 import argparse
@@ -78,7 +79,14 @@ def register(subparsers):
     check.add_argument("path", help="the file (a directory for race and image_folder)")
     check.add_argument("--skip-bad-rows", action="store_true",
                        help="skip malformed rows, then count and list them (default: stop at "
-                            "the first with its file and line)")
+                            "the first with its file and line; text_classification always "
+                            "lists them)")
+    check.add_argument("--experiment", default=None,
+                       help="text_classification: the experiment whose data section and "
+                            "tokenizer to use (default: the defaults and --set)")
+    check.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="text_classification: a config override, as for zoo train, e.g. "
+                            "data.text_column=review or model.vocabulary=DIR (repeatable)")
     check.set_defaults(func=run_check)
 
 
@@ -199,8 +207,49 @@ def run_check(args):
         logger.setLevel(level)  # `zoo data check` called in-process must not silence others
 
 
+def _check_own_data(args):
+    """`zoo data check text_classification FILE`: rows, skipped rows, labels with counts and
+    token lengths against data.sequence_length."""
+    # lazy: loads TensorFlow; `zoo --help` imports this module
+    import tasks
+    from zoo import config as config_lib  # lazy: as above
+
+    config = config_lib.resolve(args.experiment or {"task": args.task}, args.set)
+    if config.task != args.task:
+        raise config_lib.ConfigError(f"--experiment {args.experiment}: task {config.task}, "
+                                     f"not {args.task}")
+    tokenize = bool(config.model.vocabulary or config.model.init_checkpoint)
+    task = tasks.TASKS[args.task](args.task, config, check_data=False, tokenize=tokenize)
+    result = task.check(args.path)
+    print(f"{args.task}: {result['rows']} rows in {args.path} ({result['format']})")
+    if task.regression:
+        print("  scores: " + ", ".join(f"{k} {v:.4g}" for k, v in result["labels"].items()))
+    else:
+        print("  labels: " + ", ".join(f"{name} {n}" for name, n in result["labels"].items()))
+    tokens = result["tokens"]
+    if tokens is None:
+        print("  token lengths: set model.vocabulary (or model.init_checkpoint) to see them")
+    else:
+        cut = tokens.pop("cut")
+        print("  token lengths: " + ", ".join(f"{k} {v}" for k, v in tokens.items())
+              + f"; {cut:.1%} of the rows are longer than data.sequence_length "
+              f"{config.data.sequence_length} and would be cut")
+    if result["skipped"]:
+        print(result["skipped"])
+        for error in result["bad_rows"]:
+            print(f"  first: {error}")
+    return 0
+
+
 def _check(args):
     from collections import Counter
+
+    if args.task == "text_classification":
+        return _check_own_data(args)
+    if args.set or args.experiment:
+        print(f"error: --set and --experiment are for text_classification; {args.task} is read "
+              "as its benchmark lays it out", file=sys.stderr)
+        return 1
 
     # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo.data import DataError, read_examples

@@ -8,6 +8,13 @@ example), as `zoo evaluate` writes it. Prints one JSON object, e.g.
 
   zoo score squad_v2 --gold dev-v2.0.json --predictions runs/squad2/predictions/dev.json \
       --na-prob runs/squad2/predictions/dev_na_prob.json
+
+Your own data is read with the columns of its experiment (the same `--set data.KEY=VALUE` as
+`zoo train`; several labels a row are joined by data.label_separator in the predictions):
+
+  zoo score text_classification --gold intents/dev.jsonl \
+      --predictions runs/intents/predictions/dev.tsv \
+      --set data.text_column=utterance --set data.label_column=intent
 """
 
 import argparse
@@ -25,6 +32,9 @@ def register(subparsers):
                         "SQuAD: the official {id: answer text} JSON")
     parser.add_argument("--na-prob", default=None, help="squad_v2 only: the official "
                         "{id: no-answer score} JSON, for the best-threshold search")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="text_classification only: the data section's columns and label "
+                        "kind, as for zoo train (repeatable)")
     parser.set_defaults(func=run)
 
 
@@ -32,6 +42,15 @@ def run(args):
     # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo import metrics
 
-    result = metrics.score(args.task, args.gold, args.predictions, na_prob=args.na_prob)
+    options = {"na_prob": args.na_prob}
+    if args.task == "text_classification":
+        # lazy: as above
+        from zoo import config
+
+        options["data"] = config.resolve({"task": args.task}, args.set).data
+    elif args.set:
+        raise ValueError(f"--set: {args.task} is scored as its benchmark lays it out; --set is "
+                         "for text_classification")
+    result = metrics.score(args.task, args.gold, args.predictions, **options)
     print(json.dumps({**result, "task": args.task}, sort_keys=True))
     return 0

@@ -32,8 +32,8 @@ class ConfigError(ValueError):
     """A config that cannot be used; the message names the key and where it came from."""
 
 
-def _field(default, help, *, min=None, max=None, choices=None, factory=None):
-    metadata = dict(help=help, min=min, max=max, choices=choices)
+def _field(default, help, *, min=None, max=None, choices=None, factory=None, item=None):
+    metadata = dict(help=help, min=min, max=max, choices=choices, item=item)
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -102,6 +102,36 @@ class DataConfig:
                                   "batch carries little padding; results stay in file order")
     skip_bad_rows: bool = _field(False, "skip, count and report malformed rows instead of "
                                  "stopping at the first")
+    # Your own data (text_classification): files of any name, columns by name, any labels.
+    train_file: str | None = _field(None, "your own data: the training file (.csv, .tsv, "
+                                    ".jsonl, .parquet) or folder of class folders of .txt files")
+    dev_file: str | None = _field(None, "your own data: the file evaluated during training and "
+                                  "by zoo evaluate")
+    test_file: str | None = _field(None, "your own data: a test file (labels optional)")
+    format: str | None = _field(None, "your own data: csv, tsv, jsonl, parquet or folder; "
+                                "default: from the file's extension (a directory: folder)",
+                                choices=("csv", "tsv", "jsonl", "parquet", "folder"))
+    text_column: str = _field("text", "your own data: the column of the text")
+    text_pair_column: str | None = _field(None, "your own data: the column of the second text "
+                                          "of a pair (BERT: segment B; GPT-1: the entailment "
+                                          "form); null: one text")
+    label_column: str = _field("label", "your own data: the column of the label(s)")
+    id_column: str | None = _field(None, "your own data: a column of example ids; null: the "
+                                   "line (CSV, TSV, JSONL), row (Parquet) or file (folder)")
+    labels: list | None = _field(None, "your own data: the label names in label-id order; "
+                                 "null: every label of the training file, sorted (numerically "
+                                 "when all are integers), written here in the run's "
+                                 "config.yaml; with a folder, class folders not listed are "
+                                 "skipped and counted", item=str)
+    regression: bool = _field(False, "your own data: the labels are numbers (a score out, "
+                              "squared error)")
+    multi_label: bool = _field(False, "your own data: each row has any number of labels (a "
+                               "list in JSONL / Parquet, label_separator in CSV / TSV); "
+                               "sigmoid outputs")
+    label_separator: str = _field(",", "your own data, multi_label: what separates the labels "
+                                  "of a CSV / TSV cell and of a predictions file's")
+    threshold: float = _field(0.5, "your own data, multi_label: a label is predicted when its "
+                              "probability is at least this", min=0.0, max=1.0)
     mask_selection_rate: float = _field(0.15, "masked LM: fraction of tokens predicted "
                                         "(BERT 3.1)", min=0.0, max=1.0)
     mask_token_rate: float = _field(0.8, "masked LM: of those, replaced by [MASK] (Table 8)",
@@ -109,7 +139,7 @@ class DataConfig:
     random_token_rate: float = _field(0.1, "masked LM: of those, replaced by a random token",
                                       min=0.0, max=1.0)
     phases: list = _field(None, "pretraining phases [{sequence_length, fraction}, ...]; empty:"
-                          " one phase at sequence_length", factory=list)
+                          " one phase at sequence_length", factory=list, item="PhaseConfig")
     doc_stride: int = _field(128, "SQuAD: tokens between the starts of a context's windows "
                              "(run_squad.py)", min=1)
     max_query_length: int = _field(64, "SQuAD: questions are cut to this many tokens", min=1)
@@ -264,6 +294,10 @@ def check(config, where="config"):
     if data.phases and abs(sum(p.fraction for p in data.phases) - 1) > 1e-6:
         raise ConfigError(f"{where}: data.phases: fractions must add up to 1, found "
                           f"{[p.fraction for p in data.phases]}")
+    if data.regression and data.multi_label:
+        raise ConfigError(f"{where}: data.regression and data.multi_label: one or the other")
+    if data.regression and data.labels:
+        raise ConfigError(f"{where}: data.labels: a regression has no label names")
     train = config.train
     if train.model_parallel is not None and train.strategy != "jax_model_parallel":
         raise ConfigError(f"{where}: train.model_parallel {train.model_parallel}: only for "
@@ -366,10 +400,20 @@ def _value(field, value, key, source):
         raise ConfigError(f"{source}: {key}: expected {kind.__name__}, found null")
     if dataclasses.is_dataclass(kind):
         return _build(kind, value, key + ".", source)
-    if kind is list:  # pretraining phases
+    if kind is list:  # pretraining phases (PhaseConfig), label names (str)
         if not isinstance(value, list):
             raise ConfigError(f"{source}: {key}: expected a list, found {value!r}")
-        return [_build(PhaseConfig, item, f"{key}[{i}].", source) for i, item in enumerate(value)]
+        if field.metadata["item"] == "PhaseConfig":
+            return [_build(PhaseConfig, item, f"{key}[{i}].", source)
+                    for i, item in enumerate(value)]
+        items = []
+        for i, item in enumerate(value):  # YAML reads labels 0 and 1 as integers
+            if isinstance(item, bool) or not isinstance(item, (str, int)) or item == "":
+                raise ConfigError(f"{source}: {key}[{i}]: expected a name, found {item!r}")
+            items.append(str(item))
+        if len(set(items)) != len(items):
+            raise ConfigError(f"{source}: {key}: each name once, found {items}")
+        return items
     if kind is float and isinstance(value, str):
         try:  # YAML 1.1 reads "3e-5" (no dot) as a string
             value = float(value)

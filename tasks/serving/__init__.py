@@ -11,7 +11,7 @@ through that method. A module reads what it needs from the task (tokenizer, conf
 """
 
 from tasks.serving import (classification, common, image_classification, multiple_choice,
-                           pretraining, span_qa, tagging)
+                           pretraining, span_qa, tagging, text_classification)
 
 __all__ = ["classification", "common", "image_classification", "multiple_choice",
-           "pretraining", "span_qa", "tagging"]
+           "pretraining", "span_qa", "tagging", "text_classification"]

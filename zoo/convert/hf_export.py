@@ -44,7 +44,8 @@ REFUSED = {
 }
 
 
-def to_huggingface(model, path, progress=False, labels=None, tokenizer=None):
+def to_huggingface(model, path, progress=False, labels=None, tokenizer=None,
+                   multi_label=False):
     """Write a zoo model as a Hugging Face checkpoint folder: config.json + model.safetensors.
 
     transformers loads the folder with `from_pretrained` into BertModel, BertForPreTraining,
@@ -67,6 +68,9 @@ def to_huggingface(model, path, progress=False, labels=None, tokenizer=None):
         tokenizer: a zoo tokenizer to write beside the weights
             (`zoo.tokenizers.saving.save_huggingface`), so `AutoTokenizer` and `pipeline`
             load the folder.
+        multi_label: a classifier with a sigmoid a label (your own data's data.multi_label):
+            `problem_type` "multi_label_classification", so that transformers trains it
+            with binary cross-entropy and `pipeline` gives each label's sigmoid.
 
     Example:
         >>> import os, tempfile, zoo.convert
@@ -86,6 +90,11 @@ def to_huggingface(model, path, progress=False, labels=None, tokenizer=None):
             raise ConversionError(f"{model.name}: labels given, but a "
                                   f"{type(model).__name__} has no classes to name")
         config.update(labels_config(labels, len(config["id2label"]), model.name))
+    if multi_label:
+        if config.get("problem_type") != "single_label_classification":
+            raise ConversionError(f"{model.name}: multi_label is for a classifier of several "
+                                  f"labels, not a {type(model).__name__}")
+        config["problem_type"] = "multi_label_classification"
     backbone = getattr(model, "backbone", model)
     if tokenizer is not None:
         if isinstance(backbone, ViTBackbone):

@@ -20,9 +20,11 @@ from zoo.data.readers.glue import TsvLayout, read_nli_jsonl, read_tsv
 from zoo.data.readers.images import read_image_folder
 from zoo.data.readers.multiple_choice import read_race, read_story_cloze, read_swag
 from zoo.data.readers.squad import read_squad
+from zoo.data.readers.tables import read_table
 
 # Task family -> the shape of its examples (`Benchmark.kind`).
-_KINDS = {"classification": "classification", "span_qa": "span",
+_KINDS = {"classification": "classification", "text_classification": "classification",
+          "span_qa": "span",
           "multiple_choice": "multiple_choice", "tagging": "tagging",
           "image_classification": "image"}
 
@@ -34,8 +36,8 @@ class Benchmark:
     Args:
         name: the task name ("glue/mrpc"), used by `read_examples`, configs and the CLI.
         family: the task family that fine-tunes on it, the name of its module in tasks/:
-            "classification", "span_qa", "multiple_choice", "tagging" or
-            "image_classification".
+            "classification", "text_classification", "span_qa", "multiple_choice", "tagging"
+            or "image_classification".
         labels: label names in label-id order; None when labels are numbers (STS-B scores,
             choice indices) or, for image_folder, found in the folder (`Examples.labels`).
         read: function(path, report, **options) yielding the examples as plain dicts.
@@ -161,6 +163,14 @@ _TABLE = [
               splits={"train": "train", "dev": "valid", "valid": "valid", "test": "test"}),
     Benchmark("image_folder", "image_classification", None, read_image_folder,
               {s: f"images/{s}" for s in ("train", "test")}, reads="directory"),
+    # Your own data: no official files (`data.train_file` ...), columns and labels as the
+    # data section says (tasks.text_classification), labels found in the training file; the
+    # metrics follow from the labels' kind (zoo.metrics.text_classification).
+    Benchmark("text_classification", "text_classification", None, read_table, {},
+              options=("format", "text_column", "text_pair_column", "label_column",
+                       "id_column", "label_kind", "label_separator", "label_required",
+                       "labels"),
+              reads="file or directory", scoring_options=("data",)),
 ]
 
 BENCHMARKS = {benchmark.name: benchmark for benchmark in _TABLE}

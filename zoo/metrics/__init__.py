@@ -2,7 +2,8 @@
 
 This module holds the sentence-level metrics (GLUE, SNLI, SciTail) and the `score` entry
 point; each other task family's official scoring is a module beside it, registered for its
-family in `SCORERS`. The predictions files of one label per example are `predictions`.
+family in `SCORERS` (your own data's: `text_classification`). The predictions files of one
+label per example are `predictions`.
 
 Which metric each sentence-level task reports follows the GLUE paper (Wang et al., 2019,
 "GLUE: A Multi-Task Benchmark and Analysis Platform for Natural Language Understanding",
@@ -24,7 +25,7 @@ from scipy import stats
 from sklearn import metrics as sklearn_metrics
 
 from zoo.data import BENCHMARKS, DataError, read_examples
-from zoo.metrics import choices, conll, images, squad
+from zoo.metrics import choices, conll, images, squad, text_classification
 from zoo.metrics.predictions import HEADER, read_predictions, write_predictions
 
 # Task -> metric names, from the benchmarks' records; the first is the main one (GLUE paper,
@@ -87,6 +88,7 @@ FAMILY_SCORERS = {
     "multiple_choice": choices.score_choices,
     "tagging": conll.score_conll,
     "image_classification": images.score_image_folder,
+    "text_classification": text_classification.score_text_classification,
 }
 # Task -> its family's scorer.
 SCORERS = {name: FAMILY_SCORERS[benchmark.family] for name, benchmark in BENCHMARKS.items()}
@@ -124,10 +126,15 @@ def score(task, gold_path, predictions_path, **options):
     unknown = sorted(key for key, value in options.items()
                      if value is not None and key not in OPTIONS.get(task, ()))
     if unknown:
-        users = "; ".join(f"{', '.join('--' + n.replace('_', '-') for n in names)} is for "
-                          f"{name}" for name, names in OPTIONS.items())
+        users = "; ".join(f"{', '.join(_flag(n) for n in names)} is for {name}"
+                          for name, names in OPTIONS.items())
         raise ValueError(f"task {task} takes no scoring option {', '.join(unknown)} ({users})")
     return SCORERS[task](task, gold_path, predictions_path, **options)
+
+
+def _flag(option):
+    """The `zoo score` flag of a scoring option: na_prob -> --na-prob; data -> --set data.*."""
+    return "--set data.KEY=VALUE" if option == "data" else "--" + option.replace("_", "-")
 
 
 __all__ = ["FAMILY_SCORERS", "HEADER", "METRICS", "OPTIONS", "SCORERS", "compute",

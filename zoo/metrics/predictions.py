@@ -42,13 +42,15 @@ def write_predictions(path, predictions):
         write_text(path, "".join(row + "\n" for row in rows))
 
 
-def read_predictions(path, num_examples, labels=None):
+def read_predictions(path, num_examples, labels=None, parse=None):
     """Read a GLUE submission TSV strictly: every index from 0 to num_examples - 1 once.
 
     Args:
         path: the file `write_predictions` (or a GLUE submission script) wrote.
         num_examples: how many examples the gold file has.
         labels: the allowed label names; None for scores (floats).
+        parse: instead of `labels`, function(text) -> the prediction, raising a ValueError
+            whose message says what was expected (your own data's labels and label sets).
 
     Returns:
         The predictions ordered by index: label strings, or floats when `labels` is None.
@@ -82,7 +84,13 @@ def read_predictions(path, num_examples, labels=None):
             raise DataError(path, number, "duplicate index", "each index once",
                             f"index {index} again (first on line {seen[index]})")
         seen[index] = number
-        predictions[index] = _value(path, number, value, labels)
+        if parse is None:
+            predictions[index] = _value(path, number, value, labels)
+            continue
+        try:
+            predictions[index] = parse(value)
+        except ValueError as error:
+            raise DataError(path, number, "bad prediction", str(error), repr(value)) from None
     if len(seen) < num_examples:
         missing = [i for i in range(num_examples) if i not in seen]
         listed = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")

@@ -192,7 +192,10 @@ def evaluate(task, model, run_dir, history, writer, examples_shown, keep_checkpo
     if metrics.get(main, -math.inf) > best:
         save_model(model, os.path.join(run_dir, "best.keras"))
         task.save_extras(run_dir, metrics)  # what export needs besides the weights
-    shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+    # Per-label scores of your own data ("positive/f1") are printed only when the line stays
+    # short; metrics.json and TensorBoard have them all.
+    shown = metrics if len(metrics) <= 8 else {k: v for k, v in metrics.items() if "/" not in k}
+    shown = ", ".join(f"{k} {v:.4f}" for k, v in shown.items())
     print(f"\nstep {step}: {shown}", flush=True)
 
 
