@@ -16,8 +16,8 @@ description (tasks/serving/<family>.py), its line in `FAMILIES`, and an experime
 of this registry.
 """
 
-from tasks import (classification, image_classification, multiple_choice, pretraining, span_qa,
-                   tagging, text_classification)
+from tasks import (classification, image_classification, multiple_choice, pretraining,
+                   question_answering, span_qa, tagging, text_classification)
 from zoo import config as config_lib
 from zoo.data.benchmarks import BENCHMARKS
 
@@ -35,6 +35,8 @@ FAMILIES = {
     "tagging": tagging.TaggingTask,
     # Your own data: any files, columns and labels; one label, several, or a score a row.
     "text_classification": text_classification.TextClassificationTask,
+    # Your own SQuAD-format files: span_qa's model, windows and metrics, v1.1 or v2.0.
+    "question_answering": question_answering.QuestionAnsweringTask,
 }
 # Task name -> task class: every benchmark, by its family.
 TASKS = {name: FAMILIES[benchmark.family] for name, benchmark in BENCHMARKS.items()}

@@ -133,6 +133,23 @@ class BaseTask(training.Task):
         return data_order.in_file_order(logits, order)
 
 
+# The splits of your own data: the files `data.train_file`, `data.dev_file`, `data.test_file`.
+OWN_SPLITS = ("train", "dev", "test")
+
+
+def own_data_file(task, split, kinds):
+    """The file of `split` of your own data (`data.<split>_file`); `kinds` says what it may be
+    in the error when it is missing ("a SQuAD-format .json file")."""
+    if split not in OWN_SPLITS:
+        raise config_lib.ConfigError(f"{task.name} has no split {split!r}; splits: "
+                                     f"{', '.join(OWN_SPLITS)}")
+    path = getattr(task.config.data, f"{split}_file")
+    if not path:
+        raise config_lib.ConfigError(f"data.{split}_file: missing; the {split} file of your data "
+                                     f"({kinds})")
+    return path
+
+
 def markdown_table(header, rows):
     """A markdown table of `rows` (lists of cells, `|` escaped) under `header`, for `describe`.
 

@@ -83,7 +83,7 @@ class SpanQATask(BaseTask):
 
     def __init__(self, name, config, check_data=True):
         super().__init__(name, config)
-        self.version = 2 if name == "squad_v2" else 1
+        self.version = self.squad_version()
         preset = config.model.preset
         if preset not in PRESETS or PRESETS[preset][0] != "BertBackbone":
             raise config_lib.ConfigError(f"model.preset: {name} needs a BERT preset (span QA "
@@ -94,6 +94,10 @@ class SpanQATask(BaseTask):
         if check_data:
             self.windows("train")
             self.windows("dev")
+
+    def squad_version(self):
+        """1 or 2: the benchmark's (squad_v1, squad_v2)."""
+        return 2 if self.name == "squad_v2" else 1
 
     # --- Data ---
 

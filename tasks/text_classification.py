@@ -32,7 +32,8 @@ import keras
 import numpy as np
 
 from tasks import serving
-from tasks.base import markdown_table, with_lm_loss
+from tasks.base import OWN_SPLITS as SPLITS
+from tasks.base import markdown_table, own_data_file, with_lm_loss
 from tasks.classification import ClassificationTask
 from zoo import config as config_lib
 from zoo.data import DataError, read_examples
@@ -40,8 +41,6 @@ from zoo.data.readers import Report
 from zoo.data.readers.tables import read_rows, table_format
 from zoo.metrics import text_classification as metrics_lib
 from zoo.metrics.predictions import write_predictions
-
-SPLITS = ("train", "dev", "test")
 
 
 def sorted_labels(names):
@@ -146,15 +145,8 @@ class TextClassificationTask(ClassificationTask):
 
     def path(self, split):
         """The file of `split`: `data.<split>_file`."""
-        if split not in SPLITS:
-            raise config_lib.ConfigError(f"{self.name} has no split {split!r}; splits: "
-                                         f"{', '.join(SPLITS)}")
-        path = getattr(self.config.data, f"{split}_file")
-        if not path:
-            raise config_lib.ConfigError(
-                f"data.{split}_file: missing; the {split} file of your data (.csv, .tsv, "
-                ".jsonl, .parquet or a folder of class folders)")
-        return path
+        return own_data_file(self, split, ".csv, .tsv, .jsonl, .parquet or a folder of class "
+                             "folders")
 
     def _source(self, split):
         return f"rows[{split!r}]" if split in self.rows else self.path(split)

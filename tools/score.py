@@ -33,8 +33,8 @@ def register(subparsers):
     parser.add_argument("--na-prob", default=None, help="squad_v2 only: the official "
                         "{id: no-answer score} JSON, for the best-threshold search")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="text_classification only: the data section's columns and label "
-                        "kind, as for zoo train (repeatable)")
+                        help="text_classification, question_answering: the data section's "
+                        "columns, label kind or version_2, as for zoo train (repeatable)")
     parser.set_defaults(func=run)
 
 
@@ -43,14 +43,14 @@ def run(args):
     from zoo import metrics
 
     options = {"na_prob": args.na_prob}
-    if args.task == "text_classification":
+    if "data" in metrics.OPTIONS.get(args.task, ()):  # your own data: its columns, version
         # lazy: as above
         from zoo import config
 
         options["data"] = config.resolve({"task": args.task}, args.set).data
     elif args.set:
         raise ValueError(f"--set: {args.task} is scored as its benchmark lays it out; --set is "
-                         "for text_classification")
+                         "for text_classification and question_answering")
     result = metrics.score(args.task, args.gold, args.predictions, **options)
     print(json.dumps({**result, "task": args.task}, sort_keys=True))
     return 0

@@ -132,6 +132,9 @@ class DataConfig:
                                   "of a CSV / TSV cell and of a predictions file's")
     threshold: float = _field(0.5, "your own data, multi_label: a label is predicted when its "
                               "probability is at least this", min=0.0, max=1.0)
+    version_2: bool | None = _field(None, "question_answering: SQuAD 2.0 (unanswerable "
+                                    "questions, a tuned no-answer threshold) or 1.1; null: "
+                                    "detected from the training file and written here")
     mask_selection_rate: float = _field(0.15, "masked LM: fraction of tokens predicted "
                                         "(BERT 3.1)", min=0.0, max=1.0)
     mask_token_rate: float = _field(0.8, "masked LM: of those, replaced by [MASK] (Table 8)",

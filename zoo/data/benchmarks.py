@@ -19,12 +19,12 @@ from zoo.data.readers.conll import CONLL_TAGS, read_conll2003
 from zoo.data.readers.glue import TsvLayout, read_nli_jsonl, read_tsv
 from zoo.data.readers.images import read_image_folder
 from zoo.data.readers.multiple_choice import read_race, read_story_cloze, read_swag
-from zoo.data.readers.squad import read_squad
+from zoo.data.readers.squad import read_squad, read_squad_file
 from zoo.data.readers.tables import read_table
 
 # Task family -> the shape of its examples (`Benchmark.kind`).
 _KINDS = {"classification": "classification", "text_classification": "classification",
-          "span_qa": "span",
+          "span_qa": "span", "question_answering": "span",
           "multiple_choice": "multiple_choice", "tagging": "tagging",
           "image_classification": "image"}
 
@@ -36,8 +36,8 @@ class Benchmark:
     Args:
         name: the task name ("glue/mrpc"), used by `read_examples`, configs and the CLI.
         family: the task family that fine-tunes on it, the name of its module in tasks/:
-            "classification", "text_classification", "span_qa", "multiple_choice", "tagging"
-            or "image_classification".
+            "classification", "text_classification", "span_qa", "question_answering",
+            "multiple_choice", "tagging" or "image_classification".
         labels: label names in label-id order; None when labels are numbers (STS-B scores,
             choice indices) or, for image_folder, found in the folder (`Examples.labels`).
         read: function(path, report, **options) yielding the examples as plain dicts.
@@ -171,6 +171,10 @@ _TABLE = [
                        "id_column", "label_kind", "label_separator", "label_required",
                        "labels"),
               reads="file or directory", scoring_options=("data",)),
+    # Your own SQuAD-format JSON (tasks.question_answering): any file names, v1.1 or v2.0
+    # (`data.version_2`, or detected from the training file).
+    Benchmark("question_answering", "question_answering", None, read_squad_file, {},
+              options=("version",), scoring_options=("na_prob", "data")),
 ]
 
 BENCHMARKS = {benchmark.name: benchmark for benchmark in _TABLE}

@@ -26,6 +26,7 @@ from sklearn import metrics as sklearn_metrics
 
 from zoo.data import BENCHMARKS, DataError, read_examples
 from zoo.metrics import choices, conll, images, squad, text_classification
+from zoo.data.readers.squad import squad_version
 from zoo.metrics.predictions import HEADER, read_predictions, write_predictions
 
 # Task -> metric names, from the benchmarks' records; the first is the main one (GLUE paper,
@@ -80,11 +81,23 @@ def _score_sentences(task, gold_path, predictions_path, **_):
     return {**compute(task, gold, predicted), "examples": len(gold)}
 
 
+def _score_question_answering(task, gold_path, predictions_path, na_prob=None, data=None,
+                              **_):
+    """Your own SQuAD-format file: scored as squad_v2 or squad_v1, as `data.version_2` says
+    or, unset, as the gold file is (`zoo.data.readers.squad.squad_version`)."""
+    version_2 = data.version_2 if data is not None else None
+    if version_2 is None:
+        version_2 = squad_version(gold_path) == 2
+    return squad.score("squad_v2" if version_2 else "squad_v1", gold_path, predictions_path,
+                       na_prob=na_prob)
+
+
 # Task family -> function(task, gold_path, predictions_path, **options) -> metrics. Span,
 # tagging and multiple-choice tasks, whose predictions files differ, have their modules' scorers.
 FAMILY_SCORERS = {
     "classification": _score_sentences,
     "span_qa": squad.score,
+    "question_answering": _score_question_answering,
     "multiple_choice": choices.score_choices,
     "tagging": conll.score_conll,
     "image_classification": images.score_image_folder,

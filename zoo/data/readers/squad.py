@@ -4,6 +4,37 @@ from zoo.data.readers.errors import DataError
 from zoo.data.readers.text import checked_rows, json_field, load_json
 
 
+def squad_version(path):
+    """2 when a question of the SQuAD JSON document at `path` has an "is_impossible" field
+    (SQuAD 2.0 writes one on every question, 1.1 on none), else 1.
+
+    Example:
+        >>> import json, pathlib, tempfile
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "mine.json"
+        >>> _ = path.write_text(json.dumps({"data": [{"paragraphs": [{"context": "It rained.",
+        ...     "qas": [{"id": "q1", "question": "Snow?", "answers": [],
+        ...              "is_impossible": True}]}]}]}))
+        >>> squad_version(path)
+        2
+    """
+    document = load_json(path)
+    articles = document.get("data") if isinstance(document, dict) else None
+    for article in articles if isinstance(articles, list) else ():
+        paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
+        for paragraph in paragraphs if isinstance(paragraphs, list) else ():
+            qas = paragraph.get("qas") if isinstance(paragraph, dict) else None
+            if any(isinstance(qa, dict) and "is_impossible" in qa
+                   for qa in (qas if isinstance(qas, list) else ())):
+                return 2
+    return 1  # (a malformed document is the reader's to name)
+
+
+def read_squad_file(path, report, version=None):
+    """`read_squad` of a SQuAD JSON document of any name, its `version` (1 or 2) detected by
+    `squad_version` when None: your own question-answering data."""
+    yield from read_squad(version or squad_version(path), path, report)
+
+
 def read_squad(version, path, report):
     """One example per question of a SQuAD `version` (1 or 2) JSON document, answers checked
     against their context."""

@@ -1,0 +1,252 @@
+"""A user's own token-classification data (NER-style tagging): CoNLL column files and JSON lines.
+
+Both formats become the same sentences {"id", "words", "tags"} with the user's own tag set
+(B-GENE, S-LOC, NN: any tag string), and the tagging scheme is told apart (`tag_scheme`) so that
+entities can be scored the same way whatever the file used (`to_iob2_entities`). Problems with
+the whole file (an unknown extension) are raised; a bad row is raised or, with
+`skip_bad_rows`, counted in the `Report` and skipped: a bad line skips its whole sentence.
+"""
+
+import json
+import os
+import re
+
+from zoo import files
+from zoo.data.readers.conll import to_iob2
+from zoo.data.readers.errors import DataError
+from zoo.data.readers.text import json_field, json_line, numbered_lines
+
+TAG_FORMATS = ("conll", "jsonl")
+TAG_SCHEMES = ("IOB1", "IOB2", "IOBES", "none")
+
+_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".conll": "conll",
+               ".txt": "conll", ".iob": "conll", ".bio": "conll", ".tsv": "conll"}
+_ENTITY_TAG = re.compile(r"([BIES])-(.+)", re.DOTALL)
+# Words and tags are written one per line, space-separated, to a CoNLL predictions file.
+_WHITE_SPACE = re.compile(r"\s")
+
+
+def tags_format(path, format=None):  # noqa: A002 - the name of the config field
+    """The format of `path`, one of TAG_FORMATS: `format` if given, else by extension
+    (case-insensitive; .json is read as JSON lines).
+
+    Example:
+        >>> tags_format("genes/train.CONLL"), tags_format("dev.ndjson")
+        ('conll', 'jsonl')
+    """
+    if format is not None:
+        if format not in TAG_FORMATS:
+            raise ValueError(f"unknown data format {format!r}: expected one of "
+                             + ", ".join(TAG_FORMATS))
+        return format
+    extension = os.path.splitext(os.fspath(path))[1]
+    if extension.lower() not in _EXTENSIONS:
+        raise DataError(path, None, "unknown format", "a .conll, .txt, .iob, .bio or .tsv CoNLL "
+                        "file or a .jsonl file (or data.format)", repr(extension))
+    return _EXTENSIONS[extension.lower()]
+
+
+def read_tagged(path, report, format=None, tokens_column="tokens",  # noqa: A002
+                tags_column="tags", labels=None, label_required=True):
+    """{"id", "words", "tags"} per sentence of a CoNLL or JSON-lines file.
+
+    Args:
+        path: a CoNLL file (one `word ... tag` line per token, the word first and the tag
+            last, blank lines between sentences, -DOCSTART- lines skipped; the id is the line
+            of the sentence's first token) or a JSON-lines file (one object per sentence with a
+            list of tokens and a list of as many tags; the id is its line number).
+        report: the `Report` that bad rows are raised from or counted in; `report.layout`
+            is set to what was read, e.g. "2 columns (word tag), tab-separated, no -DOCSTART-
+            lines, IOB2 tags".
+        format: one of TAG_FORMATS; None: from the extension (`tags_format`).
+        tokens_column, tags_column: the JSON fields of the tokens and the tags.
+        labels: the allowed tags; other tags are bad rows.
+        label_required: False: a file without tags (CoNLL lines of the word alone, JSON
+            objects without `tags_column`) is read with tags None.
+    """
+    kind = tags_format(path, format)
+    if files.isdir(path):
+        raise DataError(path, None, "not a file", f"a {kind} file", "a directory")
+    labels = None if labels is None else tuple(labels)
+    read = _conll_sentences if kind == "conll" else _jsonl_sentences
+    flags, tagged = set(), False  # of every sentence read, for the scheme in report.layout
+    for sentence in read(path, report, tokens_column, tags_column, labels, label_required):
+        if sentence["tags"] is not None:
+            flags |= _scheme_flags(sentence["tags"])
+            tagged = True
+        yield sentence
+    if report.layout and tagged:
+        scheme = _scheme_name(flags)
+        report.layout += (", tags of no entity scheme" if scheme == "none"
+                          else f", {scheme} tags")
+
+
+def _column_names(count):
+    return {1: "1 column (words only)", 2: "2 columns (word tag)"}.get(
+        count, f"{count} columns (the word first, the tag last)")
+
+
+def _conll_sentences(path, report, tokens_column, tags_column, labels, label_required):
+    """Sentences of CoNLL lines; the column count is fixed by the file's first token line."""
+    words, tags, start, bad = [], [], None, False
+    layout, docstart = None, False  # (columns, separator) of the first token line
+    smallest = 1 if not label_required else 2
+
+    def sentence():
+        return {"id": str(start), "words": words, "tags": tags if layout[0] > 1 else None}
+
+    for number, text in numbered_lines(path, report):
+        if text is None:  # undecodable: counted by numbered_lines
+            bad = True
+            continue
+        fields = text.split()
+        if not fields or fields[0] == "-DOCSTART-":
+            docstart |= bool(fields)
+            if words and not bad:
+                yield sentence()
+            words, tags, start, bad = [], [], None, False
+            continue
+        start = number if start is None else start
+        if layout is None and len(fields) >= smallest:
+            layout = (len(fields), "tab" if "\t" in text else "space")
+        if layout is None or len(fields) != layout[0]:
+            expected = (f"{_column_names(layout[0])}, as the file's first token line" if layout
+                        else "2 or more columns: the word first, the tag last")
+            error = DataError(path, number, "wrong column count", expected, len(fields))
+        elif layout[0] > 1 and labels is not None and fields[-1] not in labels:
+            error = DataError(path, number, "unknown tag", "one of " + ", ".join(labels),
+                              repr(fields[-1]))
+        else:
+            words.append(fields[0])
+            tags.append(fields[-1])
+            continue
+        if not bad:  # one count per sentence
+            report.bad_row(error)
+        bad = True
+    if words and not bad:
+        yield sentence()
+    if layout:
+        report.layout = ", ".join([_column_names(layout[0]), f"{layout[1]}-separated",
+                                   f"{'with' if docstart else 'no'} -DOCSTART- lines"])
+
+
+def _jsonl_sentences(path, report, tokens_column, tags_column, labels, label_required):
+    """One JSON object per line: a list of tokens and a list of as many tags."""
+    for number, text in numbered_lines(path, report):
+        if text is None or not text.strip():  # undecodable (counted) or blank
+            continue
+        try:
+            record = json_line(path, number, text)
+            words = _strings(record, tokens_column, path, number)
+            if not words:
+                raise DataError(path, number, "empty sentence", f"at least one token in "
+                                f"{tokens_column!r}", "an empty list")
+            for word in words:
+                if not word:
+                    raise DataError(path, number, "empty token", f"non-empty tokens in "
+                                    f"{tokens_column!r}", "an empty string")
+                if _WHITE_SPACE.search(word):
+                    raise DataError(path, number, "bad token", "a token without white space",
+                                    repr(word))
+            tags = None
+            if label_required or record.get(tags_column) is not None:
+                tags = _checked_tags(_strings(record, tags_column, path, number), len(words),
+                                     labels, path, number)
+        except DataError as error:
+            report.bad_row(error)
+            continue
+        yield {"id": str(number), "words": words, "tags": tags}
+    report.layout = f"JSON lines with fields {tokens_column!r} and {tags_column!r}"
+
+
+def _strings(record, key, path, number):
+    """record[key], checked to be a list of strings."""
+    values = json_field(record, key, list, path, number)
+    for value in values:
+        if not isinstance(value, str):
+            raise DataError(path, number, "wrong type", f"{key!r} to be a list of strings",
+                            f"an item {json.dumps(value)[:80]}")
+    return values
+
+
+def _checked_tags(tags, length, labels, path, number):
+    if len(tags) != length:
+        raise DataError(path, number, "length mismatch", f"as many tags as tokens ({length})",
+                        f"{len(tags)} tags")
+    for tag in tags:
+        if not tag or _WHITE_SPACE.search(tag):
+            raise DataError(path, number, "bad tag", "a non-empty tag without white space",
+                            repr(tag))
+        if labels is not None and tag not in labels:
+            raise DataError(path, number, "unknown tag", "one of " + ", ".join(labels),
+                            repr(tag))
+    return tags
+
+
+# === Tagging schemes ===
+
+
+def _scheme_flags(tags):
+    """What one tag list shows: "none" (a tag that is neither O nor X-TYPE), "IOBES" (S- or
+    E-), "IOB1" (an I- entity start); an empty set for IOB2 (or all O)."""
+    flags = set()
+    for i, tag in enumerate(tags):
+        if tag == "O":
+            continue
+        match = _ENTITY_TAG.fullmatch(tag)
+        if match is None:
+            return {"none"}
+        prefix, kind = match.groups()
+        if prefix in "SE":
+            flags.add("IOBES")
+        # An I- that does not continue a B- or I- of its own type starts an entity: IOB1.
+        elif prefix == "I" and (i == 0 or tags[i - 1] not in (f"B-{kind}", f"I-{kind}")):
+            flags.add("IOB1")
+    return flags
+
+
+def _scheme_name(flags):
+    for name in ("none", "IOBES", "IOB1"):  # the strongest evidence first
+        if name in flags:
+            return name
+    return "IOB2"
+
+
+def tag_scheme(tag_sequences):
+    """The tagging scheme of an iterable of tag lists (None, a sentence without tags, is passed
+    over): "IOB2" (every entity starts with B-; also all O), "IOB1" (an entity starting with I-,
+    as in CoNLL-2003's original files), "IOBES" (S- or E- prefixes) or "none" (a tag that is
+    neither O nor B-, I-, E- or S-TYPE, e.g. part-of-speech tags).
+
+    Example:
+        >>> tag_scheme([["B-GENE", "I-GENE", "O"]]), tag_scheme([["I-PER", "O"]])
+        ('IOB2', 'IOB1')
+    """
+    flags = set()
+    for tags in tag_sequences:
+        if tags is not None:
+            flags |= _scheme_flags(list(tags))
+        if "none" in flags:
+            break
+    return _scheme_name(flags)
+
+
+def to_iob2_entities(tags, scheme):
+    """`tags` in `scheme` (one of TAG_SCHEMES) rewritten as IOB2, for entity scoring: IOB1
+    through `conll.to_iob2`; IOBES with S-X as B-X and E-X as I-X; IOB2 unchanged.
+
+    Example:
+        >>> to_iob2_entities(["S-LOC", "O", "B-PER", "E-PER"], "IOBES")
+        ['B-LOC', 'O', 'B-PER', 'I-PER']
+    """
+    if scheme == "IOB2":
+        return list(tags)
+    if scheme == "IOB1":
+        return to_iob2(list(tags))
+    if scheme == "IOBES":
+        return [{"S": "B", "E": "I"}.get(tag[0], tag[0]) + tag[1:]
+                if _ENTITY_TAG.fullmatch(tag) else tag for tag in tags]
+    if scheme == "none":
+        raise ValueError("tags of scheme 'none' (e.g. part-of-speech tags) mark no entities")
+    raise ValueError(f"unknown tagging scheme {scheme!r}: expected one of "
+                     + ", ".join(TAG_SCHEMES))
