@@ -17,7 +17,8 @@ of this registry.
 """
 
 from tasks import (classification, image_classification, multiple_choice, pretraining,
-                   question_answering, span_qa, tagging, text_classification)
+                   question_answering, span_qa, tagging, text_classification,
+                   token_classification)
 from zoo import config as config_lib
 from zoo.data.benchmarks import BENCHMARKS
 
@@ -37,6 +38,8 @@ FAMILIES = {
     "text_classification": text_classification.TextClassificationTask,
     # Your own SQuAD-format files: span_qa's model, windows and metrics, v1.1 or v2.0.
     "question_answering": question_answering.QuestionAnsweringTask,
+    # Your own tagged words: tagging's model and alignment, any tag set and scheme.
+    "token_classification": token_classification.TokenClassificationTask,
 }
 # Task name -> task class: every benchmark, by its family.
 TASKS = {name: FAMILIES[benchmark.family] for name, benchmark in BENCHMARKS.items()}

@@ -51,11 +51,15 @@ class TaggingTask(BaseTask):
         91.2
     """
 
+    labels = CONLL_TAGS
+    main_metric = "f1"
+    # The tag of a word with no token (cut off by data.sequence_length, or tokenizing to
+    # nothing): outside any entity.
+    outside = "O"
+
     def __init__(self, name, config, check_data=True):
         super().__init__(name, config)
-        self.labels = CONLL_TAGS
         self.tokenizer = training.load_tokenizer(config.model, gpt=False)
-        self.main_metric = "f1"
         if check_data:
             self.examples("train")
             self.examples("dev")
@@ -132,9 +136,10 @@ class TaggingTask(BaseTask):
     # --- Evaluation ---
 
     def predict(self, model, split="dev", path=None):
-        """(predicted IOB2 tags per sentence, number of words with no token, predicted "O")."""
+        """(predicted tags per sentence (CoNLL-2003: IOB2), number of words with no token,
+        predicted `outside`)."""
         columns = self.examples(split, path)
-        predicted = [["O"] * len(words) for words in columns["words"]]
+        predicted = [[self.outside] * len(words) for words in columns["words"]]
         covered = [np.zeros(len(words), bool) for words in columns["words"]]
         order = data_order.length_order(self, split, path)
         sentences = iter(range(len(predicted)) if order is None else order)

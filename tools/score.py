@@ -33,8 +33,9 @@ def register(subparsers):
     parser.add_argument("--na-prob", default=None, help="squad_v2 only: the official "
                         "{id: no-answer score} JSON, for the best-threshold search")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="text_classification, question_answering: the data section's "
-                        "columns, label kind or version_2, as for zoo train (repeatable)")
+                        help="text_classification, token_classification, "
+                        "question_answering: the data section's columns, label kind, format "
+                        "or version_2, as for zoo train (repeatable)")
     parser.set_defaults(func=run)
 
 
@@ -50,7 +51,8 @@ def run(args):
         options["data"] = config.resolve({"task": args.task}, args.set).data
     elif args.set:
         raise ValueError(f"--set: {args.task} is scored as its benchmark lays it out; --set is "
-                         "for text_classification and question_answering")
+                         "for your own data's tasks (text_classification, token_classification, "
+                         "question_answering)")
     result = metrics.score(args.task, args.gold, args.predictions, **options)
     print(json.dumps({**result, "task": args.task}, sort_keys=True))
     return 0

@@ -108,21 +108,28 @@ class DataConfig:
     dev_file: str | None = _field(None, "your own data: the file evaluated during training and "
                                   "by zoo evaluate")
     test_file: str | None = _field(None, "your own data: a test file (labels optional)")
-    format: str | None = _field(None, "your own data: csv, tsv, jsonl, parquet or folder; "
-                                "default: from the file's extension (a directory: folder)",
-                                choices=("csv", "tsv", "jsonl", "parquet", "folder"))
+    format: str | None = _field(None, "your own data: csv, tsv, jsonl, parquet or folder "
+                                "(text_classification), conll or jsonl "
+                                "(token_classification); default: from the file's extension "
+                                "(a directory: folder)",
+                                choices=("csv", "tsv", "jsonl", "parquet", "folder", "conll"))
     text_column: str = _field("text", "your own data: the column of the text")
     text_pair_column: str | None = _field(None, "your own data: the column of the second text "
                                           "of a pair (BERT: segment B; GPT-1: the entailment "
                                           "form); null: one text")
     label_column: str = _field("label", "your own data: the column of the label(s)")
+    tokens_column: str = _field("tokens", "token_classification, JSON lines: the field of a "
+                                "sentence's list of words")
+    tags_column: str = _field("tags", "token_classification, JSON lines: the field of its "
+                              "list of tags, one a word")
     id_column: str | None = _field(None, "your own data: a column of example ids; null: the "
                                    "line (CSV, TSV, JSONL), row (Parquet) or file (folder)")
-    labels: list | None = _field(None, "your own data: the label names in label-id order; "
-                                 "null: every label of the training file, sorted (numerically "
-                                 "when all are integers), written here in the run's "
-                                 "config.yaml; with a folder, class folders not listed are "
-                                 "skipped and counted", item=str)
+    labels: list | None = _field(None, "your own data: the label (or tag) names in label-id "
+                                 "order; null: every label of the training file, sorted "
+                                 "(numerically when all are integers; tags: O first, then by "
+                                 "type), written here in the run's config.yaml; with a "
+                                 "folder, class folders not listed are skipped and counted",
+                                 item=str)
     regression: bool = _field(False, "your own data: the labels are numbers (a score out, "
                               "squared error)")
     multi_label: bool = _field(False, "your own data: each row has any number of labels (a "

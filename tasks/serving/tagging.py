@@ -34,7 +34,7 @@ def signatures(task, model, run_dir=None):
     float32 and `tags` [batch, sequence] string, the argmax at every position.
     """
     names = tf.constant(task.labels)
-    outside = task.labels.index("O")
+    outside = task.labels.index(task.outside)  # the tag of a word with no token
     length = task.config.data.sequence_length
 
     def per_token(x):

@@ -20,11 +20,12 @@ from zoo.data.readers.glue import TsvLayout, read_nli_jsonl, read_tsv
 from zoo.data.readers.images import read_image_folder
 from zoo.data.readers.multiple_choice import read_race, read_story_cloze, read_swag
 from zoo.data.readers.squad import read_squad, read_squad_file
+from zoo.data.readers.tags import read_tagged
 from zoo.data.readers.tables import read_table
 
 # Task family -> the shape of its examples (`Benchmark.kind`).
 _KINDS = {"classification": "classification", "text_classification": "classification",
-          "span_qa": "span", "question_answering": "span",
+          "span_qa": "span", "question_answering": "span", "token_classification": "tagging",
           "multiple_choice": "multiple_choice", "tagging": "tagging",
           "image_classification": "image"}
 
@@ -37,7 +38,7 @@ class Benchmark:
         name: the task name ("glue/mrpc"), used by `read_examples`, configs and the CLI.
         family: the task family that fine-tunes on it, the name of its module in tasks/:
             "classification", "text_classification", "span_qa", "question_answering",
-            "multiple_choice", "tagging" or "image_classification".
+            "multiple_choice", "tagging", "token_classification" or "image_classification".
         labels: label names in label-id order; None when labels are numbers (STS-B scores,
             choice indices) or, for image_folder, found in the folder (`Examples.labels`).
         read: function(path, report, **options) yielding the examples as plain dicts.
@@ -175,6 +176,11 @@ _TABLE = [
     # (`data.version_2`, or detected from the training file).
     Benchmark("question_answering", "question_answering", None, read_squad_file, {},
               options=("version",), scoring_options=("na_prob", "data")),
+    # Your own tagged words (tasks.token_classification): CoNLL columns or JSON lines, any
+    # tag set; entity scores where the tags are IOB-like, token accuracy otherwise.
+    Benchmark("token_classification", "token_classification", None, read_tagged, {},
+              options=("format", "tokens_column", "tags_column", "labels", "label_required"),
+              scoring_options=("data",)),
 ]
 
 BENCHMARKS = {benchmark.name: benchmark for benchmark in _TABLE}

@@ -25,7 +25,8 @@ from scipy import stats
 from sklearn import metrics as sklearn_metrics
 
 from zoo.data import BENCHMARKS, DataError, read_examples
-from zoo.metrics import choices, conll, images, squad, text_classification
+from zoo.metrics import (choices, conll, images, squad, text_classification,
+                         token_classification)
 from zoo.data.readers.squad import squad_version
 from zoo.metrics.predictions import HEADER, read_predictions, write_predictions
 
@@ -102,6 +103,7 @@ FAMILY_SCORERS = {
     "tagging": conll.score_conll,
     "image_classification": images.score_image_folder,
     "text_classification": text_classification.score_text_classification,
+    "token_classification": token_classification.score_token_classification,
 }
 # Task -> its family's scorer.
 SCORERS = {name: FAMILY_SCORERS[benchmark.family] for name, benchmark in BENCHMARKS.items()}

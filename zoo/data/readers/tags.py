@@ -233,19 +233,31 @@ def tag_scheme(tag_sequences):
 
 def to_iob2_entities(tags, scheme):
     """`tags` in `scheme` (one of TAG_SCHEMES) rewritten as IOB2, for entity scoring: IOB1
-    through `conll.to_iob2`; IOBES with S-X as B-X and E-X as I-X; IOB2 unchanged.
+    through `conll.to_iob2`; IOBES with S-X as B-X and E-X as I-X, an S-X or E-X closing its
+    entity (so an I-X or E-X after it starts a new one, as conlleval and seqeval read such
+    ill-formed predictions); IOB2 unchanged.
 
     Example:
-        >>> to_iob2_entities(["S-LOC", "O", "B-PER", "E-PER"], "IOBES")
-        ['B-LOC', 'O', 'B-PER', 'I-PER']
+        >>> to_iob2_entities(["S-LOC", "O", "B-PER", "E-PER", "E-PER"], "IOBES")
+        ['B-LOC', 'O', 'B-PER', 'I-PER', 'B-PER']
     """
     if scheme == "IOB2":
         return list(tags)
     if scheme == "IOB1":
         return to_iob2(list(tags))
     if scheme == "IOBES":
-        return [{"S": "B", "E": "I"}.get(tag[0], tag[0]) + tag[1:]
-                if _ENTITY_TAG.fullmatch(tag) else tag for tag in tags]
+        out, open_kind = [], None  # the type of the entity still open, if any
+        for tag in tags:
+            match = _ENTITY_TAG.fullmatch(tag)
+            if not match:
+                out.append(tag)
+                open_kind = None
+                continue
+            prefix, kind = match.groups()
+            inside = prefix in "IE" and open_kind == kind
+            out.append(("I-" if inside else "B-") + kind)
+            open_kind = kind if prefix in "BI" else None
+        return out
     if scheme == "none":
         raise ValueError("tags of scheme 'none' (e.g. part-of-speech tags) mark no entities")
     raise ValueError(f"unknown tagging scheme {scheme!r}: expected one of "
