@@ -25,10 +25,11 @@ import pytest  # noqa: E402
 # test_training.py, the longest, to start last and run alone on one core at the end.
 LONGEST_FIRST = (
     "test_training.py", "test_crash_consistency.py", "test_benchmark.py", "test_export.py",
-    "test_multiple_choice.py",
+    "test_multiple_choice.py", "test_text_classification.py",
     "test_tasks.py", "test_multi_worker.py", "test_ner.py", "test_span_qa.py",
     "test_jax_distribution.py", "test_backbones.py", "test_convert.py", "test_tokenizers.py",
-    "test_export_mc.py", "test_reproduce.py")
+    "test_export_mc.py", "test_reproduce.py", "test_question_answering.py",
+    "test_token_classification.py")
 
 
 def pytest_collection_modifyitems(config, items):

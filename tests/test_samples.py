@@ -44,7 +44,10 @@ def tree_digest(root):
 
 
 def test_every_task_has_samples():
-    assert set(LAYOUT) == set(BENCHMARKS)
+    # Every benchmark; your own data's tasks (no official files) are made by their own tests.
+    own = {"text_classification", "token_classification", "question_answering"}
+    assert set(LAYOUT) == set(BENCHMARKS) - own
+    assert all(not BENCHMARKS[name].layout for name in own)
 
 
 @pytest.mark.parametrize("task, split", [(t, s) for t in LAYOUT for s in LAYOUT[t]])

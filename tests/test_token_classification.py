@@ -120,3 +120,15 @@ def test_tags_of_no_entity_scheme_are_scored_by_token_accuracy(sample_data, tmp_
     task = tasks.create("token_classification", config)
     assert task.labels == ("DT", "NN", "VBD") and task.main_metric == "accuracy"
     assert task.outside == "DT"  # no "O": a word with no token takes the first tag
+
+
+def test_zoo_data_check_reads_a_jsonl_with_its_fields(tmp_path, capsys):
+    path = tmp_path / "ner.jsonl"
+    path.write_text('{"words": ["Ada", "Lovelace", "wrote"], "ner": ["B-PER", "I-PER", "O"]}\n'
+                    '{"words": ["Turing", "ran"], "ner": ["S-PER", "O"]}\n', encoding="utf-8")
+    capsys.readouterr()
+    assert cli(["data", "check", "token_classification", str(path), "--set",
+                "data.tokens_column=words", "--set", "data.tags_column=ner"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"token_classification: 2 examples in {path}"
+    assert out[-1] == "  B-PER 1, I-PER 1, O 2, S-PER 1"

@@ -82,10 +82,11 @@ def register(subparsers):
                             "the first with its file and line; text_classification always "
                             "lists them)")
     check.add_argument("--experiment", default=None,
-                       help="text_classification: the experiment whose data section and "
-                            "tokenizer to use (default: the defaults and --set)")
+                       help="your own data (text_classification, token_classification, "
+                            "question_answering): the experiment whose data section (and "
+                            "tokenizer) to use (default: the defaults and --set)")
     check.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                       help="text_classification: a config override, as for zoo train, e.g. "
+                       help="your own data: a config override, as for zoo train, e.g. "
                             "data.text_column=review or model.vocabulary=DIR (repeatable)")
     check.set_defaults(func=run_check)
 
@@ -246,9 +247,18 @@ def _check(args):
 
     if args.task == "text_classification":
         return _check_own_data(args)
-    if args.set or args.experiment:
-        print(f"error: --set and --experiment are for text_classification; {args.task} is read "
-              "as its benchmark lays it out", file=sys.stderr)
+    options = {}
+    if args.task in ("token_classification", "question_answering"):  # your own files' fields
+        # lazy: loads TensorFlow; `zoo --help` imports this module
+        from zoo import config as config_lib
+
+        data = config_lib.resolve(args.experiment or {"task": args.task}, args.set).data
+        options = (dict(format=data.format, tokens_column=data.tokens_column,
+                        tags_column=data.tags_column) if args.task == "token_classification"
+                   else {"version": None if data.version_2 is None else 1 + data.version_2})
+    elif args.set or args.experiment:
+        print(f"error: --set and --experiment are for your own data's tasks; {args.task} is "
+              "read as its benchmark lays it out", file=sys.stderr)
         return 1
 
     # lazy: loads TensorFlow; `zoo --help` imports this module
@@ -256,7 +266,8 @@ def _check(args):
 
     counts = Counter()
     try:
-        examples = read_examples(args.task, args.path, skip_bad_rows=args.skip_bad_rows)
+        examples = read_examples(args.task, args.path, skip_bad_rows=args.skip_bad_rows,
+                                 **options)
     except (ValueError, OSError) as error:  # an unknown task, a missing file
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -21,8 +21,8 @@ import re
 from zoo import files
 from zoo.data.readers.csv_records import csv_records
 from zoo.data.readers.errors import DataError
-from zoo.data.readers.text import (checked_label, checked_rows, json_line, numbered_lines,
-                                   walk_visible)
+from zoo.data.readers.text import (checked_label, checked_rows, file_format, json_line,
+                                   numbered_lines, walk_visible)
 
 FORMATS = ("csv", "tsv", "jsonl", "parquet", "folder")
 LABEL_KINDS = ("single", "regression", "multi_label")
@@ -41,18 +41,10 @@ def table_format(path, format=None):  # noqa: A002 - the name of the config fiel
         >>> table_format("reviews/train.CSV"), table_format("dev.ndjson", None)
         ('csv', 'jsonl')
     """
-    if format is not None:
-        if format not in FORMATS:
-            raise ValueError(f"unknown data format {format!r}: expected one of "
-                             + ", ".join(FORMATS))
-        return format
-    if files.isdir(path):
+    if format is None and files.isdir(path):
         return "folder"
-    extension = os.path.splitext(os.fspath(path))[1]
-    if extension.lower() not in _EXTENSIONS:
-        raise DataError(path, None, "unknown format", "a .csv, .tsv, .jsonl or .parquet file or "
-                        "a folder of class folders (or data.format)", repr(extension))
-    return _EXTENSIONS[extension.lower()]
+    return file_format(path, format, FORMATS, _EXTENSIONS, "a .csv, .tsv, .jsonl or .parquet "
+                       "file or a folder of class folders (or data.format)")
 
 
 def read_table(path, report, format=None, text_column="text",  # noqa: A002

@@ -8,13 +8,12 @@ the whole file (an unknown extension) are raised; a bad row is raised or, with
 """
 
 import json
-import os
 import re
 
 from zoo import files
 from zoo.data.readers.conll import to_iob2
 from zoo.data.readers.errors import DataError
-from zoo.data.readers.text import json_field, json_line, numbered_lines
+from zoo.data.readers.text import file_format, json_field, json_line, numbered_lines
 
 TAG_FORMATS = ("conll", "jsonl")
 TAG_SCHEMES = ("IOB1", "IOB2", "IOBES", "none")
@@ -34,16 +33,8 @@ def tags_format(path, format=None):  # noqa: A002 - the name of the config field
         >>> tags_format("genes/train.CONLL"), tags_format("dev.ndjson")
         ('conll', 'jsonl')
     """
-    if format is not None:
-        if format not in TAG_FORMATS:
-            raise ValueError(f"unknown data format {format!r}: expected one of "
-                             + ", ".join(TAG_FORMATS))
-        return format
-    extension = os.path.splitext(os.fspath(path))[1]
-    if extension.lower() not in _EXTENSIONS:
-        raise DataError(path, None, "unknown format", "a .conll, .txt, .iob, .bio or .tsv CoNLL "
-                        "file or a .jsonl file (or data.format)", repr(extension))
-    return _EXTENSIONS[extension.lower()]
+    return file_format(path, format, TAG_FORMATS, _EXTENSIONS, "a .conll, .txt, .iob, .bio or "
+                       ".tsv CoNLL file or a .jsonl file (or data.format)")
 
 
 def read_tagged(path, report, format=None, tokens_column="tokens",  # noqa: A002

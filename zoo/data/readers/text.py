@@ -6,9 +6,25 @@ Each failure is a `DataError` naming the file and the line.
 """
 
 import json
+import os
 
 from zoo import files
 from zoo.data.readers.errors import DataError, Report
+
+
+def file_format(path, format, formats, extensions, expected):  # noqa: A002 - config field
+    """The format of a user's file: `format` if given (one of `formats`, else ValueError),
+    else the one `extensions` ({".csv": "csv", ...}, lower case) maps its extension to,
+    case-insensitive; an unknown extension is a DataError saying what was `expected`."""
+    if format is not None:
+        if format not in formats:
+            raise ValueError(f"unknown data format {format!r}: expected one of "
+                             + ", ".join(formats))
+        return format
+    extension = os.path.splitext(os.fspath(path))[1]
+    if extension.lower() not in extensions:
+        raise DataError(path, None, "unknown format", expected, repr(extension))
+    return extensions[extension.lower()]
 
 
 def walk_visible(top):

@@ -9,7 +9,8 @@ from zoo.data.benchmarks import BENCHMARKS
 
 # Task -> split -> path under the output directory: each benchmark's `layout`, the real
 # distributions' names. Copies: the manifest may be changed without changing the records.
-LAYOUT = {name: dict(benchmark.layout) for name, benchmark in BENCHMARKS.items()}
+LAYOUT = {name: dict(benchmark.layout) for name, benchmark in BENCHMARKS.items()
+          if benchmark.layout}  # (your own data's tasks have no official files)
 CORPUS = "corpus/corpus.txt"
 MANIFEST = "manifest.json"
 
