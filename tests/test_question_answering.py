@@ -21,7 +21,7 @@ from zoo import config as config_lib
 from zoo.data.readers.squad import squad_version
 
 SETTINGS = ["data.sequence_length=64", "data.doc_stride=32", "data.max_query_length=16",
-            "train.batch_size=16", "train.learning_rate=1e-3", "train.steps=20"]
+            "train.batch_size=16", "train.learning_rate=1e-3", "train.steps=10"]
 
 
 @pytest.fixture(scope="module")

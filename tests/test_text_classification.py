@@ -144,7 +144,7 @@ def trained(sample_data, data, tmp_path_factory):
                             f"data.dev_file={data['scores']['dev']}",
                             "data.text_column=sentence1", "data.text_pair_column=sentence2",
                             "data.label_column=score", "data.id_column=index",
-                            "data.regression=true", "train.epochs=3"]),
+                            "data.regression=true", "train.epochs=1"]),
     }
     out = {}
     for name, (style, overrides) in settings.items():
