@@ -25,8 +25,16 @@ from zoo import training
 # device is slow, not wrong: wait up to 10 minutes (openxla/xla#32115 made this a flag).
 _PATIENCE = ("--xla_cpu_collective_call_warn_stuck_timeout_seconds=120 "
              "--xla_cpu_collective_call_terminate_timeout_seconds=600")
-TWO_DEVICES = {"XLA_FLAGS": f"--xla_force_host_platform_device_count=2 {_PATIENCE}"}
-FOUR_DEVICES = {"XLA_FLAGS": f"--xla_force_host_platform_device_count=4 {_PATIENCE}"}
+# Later (CI of 36e6eb3) a device never arrived: 600 s, then the abort. XLA:CPU runs each device's
+# part of a program as a task of a thread pool sized like the machine (2 threads on 2 cores, at
+# least one a device), and a device blocked in the all-reduce holds its thread while it waits;
+# with every thread so held or busy, the other device's task has none to start on. PJRT_NPROC
+# (read by XLA's DefaultThreadPoolSize) gives the pools twice as many threads as devices, so a
+# waiting device never keeps the other from starting; the extra threads idle otherwise.
+TWO_DEVICES = {"XLA_FLAGS": f"--xla_force_host_platform_device_count=2 {_PATIENCE}",
+               "PJRT_NPROC": "4"}
+FOUR_DEVICES = {"XLA_FLAGS": f"--xla_force_host_platform_device_count=4 {_PATIENCE}",
+                "PJRT_NPROC": "8"}
 TWO_BY_TWO = ("train.devices=4", "train.model_parallel=2")
 STRATEGIES = ("default", "jax_data_parallel", "jax_model_parallel")
 STEPS = 4
