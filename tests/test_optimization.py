@@ -334,3 +334,25 @@ def test_global_norm_clipping():
 def test_clipping_off(clip_norm):
     assert build_optimizer(1e-4, 100, 10, weight_decay=0.0, clip_norm=clip_norm).global_clipnorm \
         is None
+
+
+def test_clipping_norm_counts_a_repeated_embedding_row_once():
+    """An embedding looked up at ids 1, 1, 1, 2 on TensorFlow has a sparse gradient of four
+    rows of ones; the gradient is 3s in row 1 and 1s in row 2, norm sqrt(3 * 9 + 3) = 5.48
+    (Keras 3.15's own norm squares the four rows apart: sqrt(12) = 3.46). SGD at rate 1,
+    clipped to norm 1, must move each row by gradient / 5.48."""
+    import tensorflow as tf
+
+    embedding = keras.layers.Embedding(5, 3, embeddings_initializer="zeros")
+    embedding.build((None,))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(embedding(tf.constant([1, 1, 1, 2])))
+    gradient = tape.gradient(loss, embedding.embeddings)
+    assert isinstance(gradient, tf.IndexedSlices) and gradient.values.shape[0] == 4
+    optimizer = build_optimizer(1.0, 10, 0, weight_decay=0.0, clip_norm=1.0, optimizer="sgd",
+                                momentum=0.0)
+    optimizer.apply_gradients([(gradient, embedding.embeddings)])
+    dense = np.zeros((5, 3), "float32")
+    dense[1], dense[2] = 3.0, 1.0
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(embedding.embeddings),
+                               -dense / math.sqrt(30.0), rtol=1e-6)
