@@ -4,6 +4,8 @@
                             zoo vs keras-hub on TensorFlow and JAX, transformers (torch) and
                             ONNX Runtime, same weights, each library in its own process
   zoo benchmark finetune    one BERT-base fine-tuning step (forward, backward, AdamW), same set
+  zoo benchmark pretrain    one BERT-base pretraining step (masked LM + NSP), tokens/s: zoo on
+                            TensorFlow (graph, XLA) and JAX vs transformers (eager, torch.compile)
   zoo benchmark bucketing   fine-tuning examples/s with dynamic padding vs pad-to-128 (GLUE mix)
   zoo benchmark serving     raw text -> label (texts/s): zoo's exported SavedModel (float32 and
                             bfloat16) vs transformers' text-classification pipeline, same weights
@@ -17,9 +19,9 @@ Ratios > 1 mean zoo is faster. Each run prints markdown tables.
 """
 
 # The package: common.py (families, backends, ratios), weights.py (one set of weights for every
-# library), contenders.py and workers.py (the worker processes of models and finetune), one
-# module per benchmark (models, finetune, bucketing, serving, tokenizers, data), report.py (`run`,
-# and `zoo benchmark all`'s markdown file).
+# library), contenders.py and workers.py (the worker processes of models, finetune and
+# pretrain), one module per benchmark (models, finetune, pretrain, bucketing, serving,
+# tokenizers, data), report.py (`run`, and `zoo benchmark all`'s markdown file).
 
 import argparse
 import os
@@ -37,6 +39,7 @@ def register(subparsers):
     for name, help_text in (
             ("models", "forward throughput and batch-1 latency of the three families"),
             ("finetune", "one BERT-base fine-tuning step per library and backend"),
+            ("pretrain", "one BERT-base pretraining step, zoo vs transformers (tokens/s)"),
             ("bucketing", "fine-tuning examples/s: data.pad_to_multiple_of vs pad-to-length"),
             ("serving", "exported SavedModel (raw text in, label out) vs transformers' pipeline"),
             ("tokenizers", "WordPiece throughput in tf.data vs transformers' fast tokenizer"),
@@ -52,7 +55,7 @@ def register(subparsers):
         parsers[name].add_argument("--bf16", action=argparse.BooleanOptionalAction,
                                    default=True, help="also time bfloat16 on Keras: "
                                    "mixed_bfloat16, and zoo with bfloat16 weights")
-    for name in ("models", "finetune", "all"):
+    for name in ("models", "finetune", "pretrain", "all"):
         parsers[name].add_argument("--tiny", action="store_true",
                                    help="two-layer models instead of the paper's sizes: checks "
                                         "the benchmark itself; the figures mean nothing")
@@ -63,9 +66,9 @@ def register(subparsers):
                             help="timed calls or passes per contender (the median is reported)")
         if name != "models":
             parser.add_argument("--batch-size", type=int, default=None,
-                                help="default: 8 (finetune, serving), 32 (bucketing), "
+                                help="default: 8 (finetune, pretrain, serving), 32 (bucketing), "
                                      "256 (tokenizers)")
-    for name in ("models", "finetune", "bucketing", "serving", "all"):
+    for name in ("models", "finetune", "pretrain", "bucketing", "serving", "all"):
         parsers[name].add_argument("--sequence-length", type=int, default=128)
     for name in ("bucketing", "serving"):
         parsers[name].add_argument("--preset", default="bert_base")

@@ -66,6 +66,9 @@ def keras_contenders(spec, library):
         data = dict(np.load(os.path.join(folder, f"inputs_{batch}.npz")))
         labels = data.pop("labels")
         x = data["images"] if spec["family"] == "vit" else data
+        if spec["kind"] == "pretrain":
+            fns.update(_zoo_pretraining(folder, data, batch, modes))
+            continue
         for policy in spec["policies"]:
             if spec["kind"] == "train":
                 for mode in modes:
@@ -92,6 +95,62 @@ def keras_contenders(spec, library):
             else:
                 fns[f"jit {policy} {batch}"] = (
                     lambda m=model, x=x: _first_output(m.predict_on_batch(x)))
+    return fns
+
+
+MASK_TOKEN_ID = 103  # "[MASK]" in BERT's uncased vocabulary (the ids here are random ones)
+PREDICTIONS = 20  # masked positions per sequence at 128 tokens, as run_pretraining.py's
+
+
+def pretraining_batch(data):
+    """A masked-LM + NSP batch from the benchmark's inputs, the same in every worker:
+    PREDICTIONS positions per sequence (never [CLS], position 0) masked with MASK_TOKEN_ID,
+    their original ids as targets, random next-sentence labels. The keys of
+    `zoo.data.pretraining_dataset`'s (x, y, sample_weight)."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    ids = data["token_ids"]
+    batch, length = ids.shape
+    count = min(PREDICTIONS, length - 1)
+    positions = np.sort(np.stack([rng.choice(np.arange(1, length), count, replace=False)
+                                  for _ in range(batch)]), axis=1).astype("int32")
+    targets = np.take_along_axis(ids, positions, axis=1)
+    masked = ids.copy()
+    np.put_along_axis(masked, positions, MASK_TOKEN_ID, axis=1)
+    x = dict(data, token_ids=masked, mask_positions=positions)
+    y = {"mlm": targets, "nsp": rng.integers(0, 2, (batch,)).astype("int32")}
+    return x, y, {"mlm": np.ones(targets.shape, "float32"), "nsp": np.ones(batch, "float32")}
+
+
+def _zoo_pretraining(folder, data, batch, modes):
+    """zoo's BERT pretraining step (`BertPretrainer`, the masked LM task's losses, zoo's AdamW
+    with BERT's recipe) per mode: "mode float32 batch" -> step returning the loss."""
+    import json
+
+    import keras
+    import numpy as np
+
+    # lazy: loads TensorFlow; `zoo --help` imports this module
+    import zoo
+    from zoo.optimization import build_optimizer
+
+    x, y, weights = pretraining_batch(data)
+    with open(os.path.join(folder, "zoo_config.json"), encoding="utf-8") as file:
+        saved = json.load(file)
+    fns = {}
+    for mode in modes:
+        backbone = getattr(zoo.models, saved["class_name"]).from_config(saved["config"])
+        backbone.load_weights(os.path.join(folder, "zoo.weights.h5"))
+        model = zoo.models.BertPretrainer(backbone)
+        sparse = keras.losses.SparseCategoricalCrossentropy
+        model.compile(
+            optimizer=build_optimizer(1e-4, 10_000, 100, model=model),
+            loss={"mlm": sparse(from_logits=True, reduction="mean_with_sample_weight"),
+                  "nsp": sparse(from_logits=True)},
+            jit_compile=mode != "graph")
+        fns[f"{mode} float32 {batch}"] = (
+            lambda m=model: float(np.ravel(m.train_on_batch(x, y, sample_weight=weights))[0]))
     return fns
 
 
@@ -135,22 +194,10 @@ def transformers_contenders(spec):
         data = dict(np.load(os.path.join(folder, f"inputs_{batch}.npz")))
         labels = torch.from_numpy(data.pop("labels").astype("int64"))
         inputs = _torch_inputs(spec["family"], data)
-        if spec["kind"] == "train":
-            # The tanh GELU, as keras-hub and zoo in the fine-tuning step (see keras_contenders).
-            model = transformers.BertForSequenceClassification.from_pretrained(
-                hf, num_labels=2, hidden_act="gelu_pytorch_tanh")
-            model.train()
-            optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=0.01,
-                                          eps=1e-7)  # Keras's default, as the others
-
-            def step(model=model, optimizer=optimizer, inputs=inputs, labels=labels):
-                loss = model(**inputs, labels=labels).loss
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad()
-                return float(loss)
-
-            fns[f"eager float32 {batch}"] = step
+        if spec["kind"] in ("train", "pretrain"):
+            for mode in spec.get("modes") or ["eager"]:
+                fns[f"{mode} float32 {batch}"] = _torch_training_step(
+                    spec["kind"], hf, data, inputs, labels, mode)
             continue
         kwargs = {"add_pooling_layer": False} if spec["family"] != "gpt1" else {}
         model = getattr(transformers, FAMILIES[spec["family"]][2]).from_pretrained(hf, **kwargs)
@@ -170,6 +217,45 @@ def transformers_contenders(spec):
                 torch.onnx.export(model, (), onnx_path, kwargs=inputs, dynamo=True,
                                   input_names=list(inputs), output_names=["last_hidden_state"])
     return fns
+
+
+def _torch_training_step(kind, hf, data, inputs, labels, mode):
+    """One transformers training step as a callable returning the loss: "train" is the
+    fine-tuning step of `finetune`, "pretrain" BERT's (`BertForPreTraining` on
+    `pretraining_batch`, AdamW with BERT's recipe as tasks.transformers_recipe builds it);
+    mode "eager", or "compile" (`torch.compile` of the model, inductor's default mode)."""
+    import torch
+    import transformers
+
+    if kind == "train":
+        # The tanh GELU, as keras-hub and zoo in the fine-tuning step (see keras_contenders).
+        model = transformers.BertForSequenceClassification.from_pretrained(
+            hf, num_labels=2, hidden_act="gelu_pytorch_tanh")
+        optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=0.01,
+                                      eps=1e-7)  # Keras's default, as the others
+        kwargs = dict(inputs, labels=labels)
+    else:
+        from tasks import transformers_recipe
+        from zoo.config import TrainConfig
+
+        model = transformers.BertForPreTraining.from_pretrained(hf)
+        optimizer, _ = transformers_recipe.optimizer(
+            model, TrainConfig(learning_rate=1e-4), 10_000, 100)
+        kwargs = {key: torch.from_numpy(value) for key, value in
+                  transformers_recipe.pretraining_batch(*pretraining_batch(data)).items()}
+    model.train()
+    forward = torch.compile(model) if mode == "compile" else model
+
+    def step():
+        loss = forward(**kwargs).loss
+        loss.backward()
+        if kind == "pretrain":  # BERT's clipping (zoo's pretraining step clips too)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+        return float(loss)
+
+    return step
 
 
 def onnxruntime_contenders(spec):

@@ -16,6 +16,7 @@ from tools.benchmark.common import BACKENDS, FAMILIES
 from tools.benchmark.data import section_data
 from tools.benchmark.finetune import section_finetune
 from tools.benchmark.models import section_models
+from tools.benchmark.pretrain import section_pretrain
 from tools.benchmark.serving import section_serving
 from tools.benchmark.tokenizers import section_tokenizers
 from tools.benchmark.weights import prepare_in_subprocess
@@ -67,22 +68,24 @@ def _print_section(lines, summary):
 def run(args):
     progress = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
     sections = {"models": section_models, "finetune": section_finetune,
-                "bucketing": section_bucketing, "serving": section_serving,
-                "tokenizers": section_tokenizers, "data": section_data}
+                "pretrain": section_pretrain, "bucketing": section_bucketing,
+                "serving": section_serving, "tokenizers": section_tokenizers,
+                "data": section_data}
     chosen = list(sections) if args.target == "all" else [args.target]
     started = datetime.datetime.now()
     outputs = []
     with tempfile.TemporaryDirectory() as root:
         args.root = root
-        if {"models", "finetune"} & set(chosen):
+        training = {"finetune", "pretrain"} & set(chosen)
+        if {"models", *training} & set(chosen):
             families = list(args.families) if "models" in chosen else []
-            families += ["bert"] if "finetune" in chosen and "bert" not in families else []
+            families += ["bert"] if training and "bert" not in families else []
             batches = sorted(set(getattr(args, "batches", []))
-                             | ({args.batch_size or 8} if "finetune" in chosen else set()))
+                             | ({args.batch_size or 8} if training else set()))
             progress(f"preparing weights and inputs for {', '.join(families)}")
             prepare_in_subprocess(root, families, batches, args.sequence_length, args.tiny)
-        # --tiny checks the benchmark, not the speed: `models` and `finetune` share one worker
-        # process per library and backend (workers.time_family's pool).
+        # --tiny checks the benchmark, not the speed: `models`, `finetune` and `pretrain` share
+        # one worker process per library and backend (workers.time_family's pool).
         args.worker_pool = {} if getattr(args, "tiny", False) else None
         try:
             for i, name in enumerate(chosen):
@@ -90,7 +93,8 @@ def run(args):
                 lines, summary = sections[name](args, progress)
                 _print_section(lines, summary)
                 outputs.append((lines, summary))
-                if args.worker_pool and not {"models", "finetune"} & set(chosen[i + 1:]):
+                if args.worker_pool and not {"models", "finetune", "pretrain"} & set(
+                        chosen[i + 1:]):
                     close_pool(args.worker_pool)  # no later section needs them
         finally:
             if args.worker_pool:

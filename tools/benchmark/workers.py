@@ -137,8 +137,14 @@ def _groups(family, kind, backends, bf16, tiny=False):
     fine-tuning alternates zoo and keras-hub one backend and mode at a time;
     with --tiny (two-layer models, a few MB) one worker per library and backend holds every
     mode: three interpreters instead of five on TensorFlow, transformers' included.
+    Pretraining times every contender in one group (five BERT-base models in training, about
+    10 GB), so that every ratio is taken in alternation.
     """
     keras_libraries = ["zoo"] + (["keras-hub"] if FAMILIES[family][1] else [])
+    if kind == "pretrain":  # zoo and transformers only (keras-hub's BERT has no NSP head)
+        return [[("zoo", backend, ["float32"], ["graph", "xla"] if backend == "tensorflow"
+                  else ["jit"]) for backend in backends]
+                + [("transformers", None, ["float32"], ["eager", "compile"])]]
     if kind == "train" and tiny:
         return [[(library, backend, ["float32"], ["graph", "xla"] if backend == "tensorflow"
                   else ["jit"]) for backend in backends for library in keras_libraries]
