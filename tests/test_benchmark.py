@@ -5,13 +5,17 @@ is that the command works from a clean checkout, writes the markdown file, and t
 library really computes the same model on the same weights and inputs: zoo and ONNX Runtime
 match transformers' BERT output to 1e-5, keras-hub's (tanh GELU) to 1e-2; the exported
 SavedModel and ONNX Runtime (BertTokenizerFast in front) give transformers' pipeline's label on
-every text (the int8 rows are there, their labels reported); the WordPiece ids are identical. The full-size run is `zoo benchmark all` (about 40 minutes on 2 cores).
+every text (the int8 rows are there, their labels reported); the WordPiece ids are identical;
+zoo's and transformers' pretraining steps (eager and torch.compile) run. The full-size run is
+`zoo benchmark all` (about 40 minutes on 2 cores).
 """
 
 import math
 import re
 import subprocess
 import sys
+
+import pytest
 
 from tests.harness import REPO
 
@@ -33,12 +37,12 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
     proc = subprocess.run(
         [sys.executable, "-m", "tools.main", "benchmark", "all", "--tiny", "--families", "bert",
          "--backends", "tensorflow", "--batches", "2", "--repeats", "1", "--no-bf16",
-         "--sequence-length", "16", "--out", str(out)],
+         "--sequence-length", "16", "--workers", "1", "--out", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = out.read_text(encoding="utf-8")
     assert ("zoo benchmark all --backends tensorflow --batches 2 --families bert --repeats 1 "
-            "--sequence-length 16 --no-bf16 --tiny") in text
+            "--sequence-length 16 --workers 1 --no-bf16 --tiny") in text
     assert "Machine: " in text and "keras-hub 0.32.0" in text and "onnxruntime " in text
 
     models = _table(text, "## Models")
@@ -56,6 +60,17 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
     for row in finetune:  # a two-class head starts near ln 2 and has taken three steps
         assert math.isfinite(float(row[-1])) and 0.3 < float(row[-1]) < 1.1, row
 
+    # Pretraining: zoo's BertPretrainer against BertForPreTraining, eager and torch.compile;
+    # 8 x 16 tokens a step (the default batch); on random heads both start near
+    # ln(30522) + ln(2) = 11.0.
+    pretrain = _table(text, "## Pretraining step")
+    assert {(row[0], row[2]) for row in pretrain} == {
+        ("zoo", "graph"), ("zoo", "xla"), ("transformers", "eager"), ("transformers", "compile")}
+    for row in pretrain:
+        steps, tokens = float(row[3]), float(row[4].replace(",", ""))
+        assert tokens == pytest.approx(128 * steps, rel=0.02), row
+        assert 10.0 < float(row[-1]) < 12.0, row
+
     bucketing = _table(text, "## Dynamic padding")
     assert [row[0] for row in bucketing] == ["glue/mrpc (sample)", "glue/sst2 (sample)"]
     serving = {row[0]: row for row in _table(text, "## Serving")}
@@ -67,9 +82,11 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
     tokenizers = _table(text, "## Tokenizers")
     same, total = re.match(r"([\d,]+)/([\d,]+) lines", tokenizers[0][2]).groups()
     assert same == total
-    data = _table(text, "## Pretraining data")  # `zoo data pretrain`, 1 MB, 1 and 2 workers
-    assert [row[:2] for row in data] == [["1", "1"], ["1", "2"]], data
-    assert data[0][2] == data[1][2] and int(data[0][2].replace(",", "")) > 100_000
+    # `zoo data pretrain`, 1 MB, one Beam worker (test_pretraining checks that two write the
+    # same bytes as one).
+    data = _table(text, "## Pretraining data")
+    assert [row[:2] for row in data] == [["1", "1"]], data
+    assert int(data[0][2].replace(",", "")) > 100_000
     assert all(float(row[3]) > 0 and 0.1 < float(row[5]) < 20 for row in data), data
 
     targets = _table(text, "## Targets")
@@ -78,6 +95,7 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
                      "bert forward vs transformers (torch), batch 2",
                      "bert batch-2 latency, zoo / ONNX Runtime",
                      "fine-tuning step vs keras-hub tensorflow",
+                     "pretraining tokens/s vs transformers (torch eager)",
                      "WordPiece tokens/s vs transformers' fast tokenizer",
                      "serving texts/s, zoo int8 export vs zoo float32 export",
                      "serving texts/s, zoo int8 export vs ONNX Runtime int8"):

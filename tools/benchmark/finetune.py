@@ -15,7 +15,8 @@ def section_finetune(args, progress=print):
         "with dropout 0.1, AdamW lr 2e-5 and weight decay 0.01, no metric; all three compute "
         "the tanh GELU, the only one keras-hub's BERT has; Keras: `train_on_batch`, "
         "TensorFlow without and with XLA, JAX jit; transformers: "
-        "`BertForSequenceClassification` with `torch.optim.AdamW`, eager). Loss: the last "
+        "`BertForSequenceClassification` with `torch.optim.AdamW`, eager and `torch.compile` "
+        "(inductor; not with --tiny)). Loss: the last "
         "step's loss, a sanity check (the heads start from different random weights).", "",
         "| library | backend | mode | steps/s | examples/s | s per step | loss |",
         "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -35,6 +36,6 @@ def section_finetune(args, progress=print):
         summary.append((f"fine-tuning step vs keras-hub {backend}",
                         target_cell(hub / ours, 1.1 if backend == "tensorflow" else None)))
     ours = min(fastest(results, f"zoo {b}", batch_size)[0] for b in args.backends)
-    summary.append(("fine-tuning step vs transformers (torch)",
+    summary.append(("fine-tuning step vs transformers (torch, fastest: eager or compile)",
                     target_cell(fastest(results, "transformers", batch_size)[0] / ours)))
     return lines, summary
