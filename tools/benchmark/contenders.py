@@ -7,6 +7,7 @@ ONNX files) and ONNX Runtime, all on the weights and inputs of `weights.prepare_
 import contextlib
 import os
 import sys
+import types
 
 from tools.benchmark.common import FAMILIES
 
@@ -133,6 +134,7 @@ def _zoo_pretraining(folder, data, batch, modes):
 
     # lazy: loads TensorFlow; `zoo --help` imports this module
     import zoo
+    # lazy: as above
     from zoo.optimization import build_optimizer
 
     x, y, weights = pretraining_batch(data)
@@ -235,14 +237,13 @@ def _torch_training_step(kind, hf, data, inputs, labels, mode):
                                       eps=1e-7)  # Keras's default, as the others
         kwargs = dict(inputs, labels=labels)
     else:
-        from tasks import transformers_recipe
-        from zoo.config import TrainConfig
-
+        recipe = _transformers_recipe()
         model = transformers.BertForPreTraining.from_pretrained(hf)
-        optimizer, _ = transformers_recipe.optimizer(
-            model, TrainConfig(learning_rate=1e-4), 10_000, 100)
+        train = types.SimpleNamespace(optimizer="adamw", learning_rate=1e-4, weight_decay=0.01,
+                                      adam_epsilon=1e-6, schedule="linear")  # zoo's defaults
+        optimizer, _ = recipe.optimizer(model, train, 10_000, 100)
         kwargs = {key: torch.from_numpy(value) for key, value in
-                  transformers_recipe.pretraining_batch(*pretraining_batch(data)).items()}
+                  recipe.pretraining_batch(*pretraining_batch(data)).items()}
     model.train()
     forward = torch.compile(model) if mode == "compile" else model
 
@@ -256,6 +257,19 @@ def _torch_training_step(kind, hf, data, inputs, labels, mode):
         return float(loss)
 
     return step
+
+
+def _transformers_recipe():
+    """tasks/transformers_recipe.py, loaded from its file: importing it as `tasks.…` would run
+    tasks/__init__.py, which loads TensorFlow into the torch worker (see workers.py)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "tasks", "transformers_recipe.py")
+    spec = importlib.util.spec_from_file_location("transformers_recipe", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def onnxruntime_contenders(spec):

@@ -1,14 +1,13 @@
 """`zoo benchmark pretrain`: one BERT pretraining step, zoo against transformers."""
 
 from tools.benchmark.common import fastest, split_contender, target_cell
+from tools.benchmark.contenders import PREDICTIONS
 from tools.benchmark.workers import time_family
 
 
 def section_pretrain(args, progress=print):
     """BERT-base masked LM + NSP steps: zoo (TensorFlow graph and XLA, JAX) vs transformers'
     `BertForPreTraining` (eager torch and `torch.compile`), tokens/s."""
-    from tools.benchmark.contenders import PREDICTIONS
-
     batch_size = args.batch_size or 8
     length = args.sequence_length
     lines = [
