@@ -126,7 +126,9 @@ def test_a_run_directory_has_the_documented_layout(sample_data, tmp_path, capsys
     assert len(texts) == 2 and "| gold | predicted |" in texts[0]
 
 
-@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+# mixed_bfloat16 trains, restores the policy and serves in test_export's
+# test_a_mixed_precision_run_exports_with_its_policy.
+@pytest.mark.parametrize("policy", ["mixed_float16"])
 def test_mixed_precision_trains(sample_data, tmp_path, policy):
     config = config_lib.resolve("bert/glue_mrpc", mrpc(
         sample_data, "train.steps=4", "train.eval_every=4", f"train.mixed_precision={policy}"))
@@ -163,10 +165,14 @@ TENSORBOARD_RUN = {"total": 12, "warmup": 4, "peak": 1e-3}
 @pytest.fixture(scope="module")
 def tensorboard_scalars(sample_data, tmp_path_factory):
     """A run per schedule in one log directory, and the scalars one TensorBoard server
-    serves for each: {schedule: (learning rates, losses, eval F1s)} as (time, step, value)."""
+    serves for each: {schedule: (learning rates, losses, eval F1s)} as (time, step, value).
+
+    CI runs the linear schedule only (reduced form): the cosine one logs through the same
+    callback, and tests/test_optimization.py checks its rate at every step inside the
+    optimizer; ZOO_ALL_STYLES=1 runs and serves both."""
     root = tmp_path_factory.mktemp("tensorboard")
     total, warmup, peak = (TENSORBOARD_RUN[k] for k in ("total", "warmup", "peak"))
-    schedules = ("linear", "cosine")
+    schedules = ("linear", "cosine") if os.environ.get("ZOO_ALL_STYLES") == "1" else ("linear",)
     for schedule in schedules:
         config = config_lib.resolve("bert/glue_mrpc", mrpc(
             sample_data, f"train.steps={total}", f"train.warmup_steps={warmup}",
@@ -205,7 +211,11 @@ def tensorboard_scalars(sample_data, tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("schedule, formula", [("linear", _linear), ("cosine", _cosine)])
+@pytest.mark.parametrize("schedule, formula", [("linear", _linear), pytest.param(
+    "cosine", _cosine, marks=pytest.mark.skipif(
+        os.environ.get("ZOO_ALL_STYLES") != "1",
+        reason="reduced form: CI serves the linear schedule's run (the cosine rate is checked "
+               "step by step in test_optimization); ZOO_ALL_STYLES=1 serves this one too"))])
 def test_tensorboard_serves_the_scheduled_learning_rate_and_the_loss(tensorboard_scalars,
                                                                      schedule, formula):
     total, warmup, peak = (TENSORBOARD_RUN[k] for k in ("total", "warmup", "peak"))
@@ -228,34 +238,23 @@ def test_tensorboard_serves_the_scheduled_learning_rate_and_the_loss(tensorboard
 
 
 def test_mirrored_strategy_over_two_cpu_devices(sample_data, tmp_path):
-    """MRPC (Keras splits each global batch) and BERT pretraining (one input pipeline per
-    worker, `distribute_datasets_from_function`), side by side in two processes."""
-    from zoo.data.pretraining import write_pretraining_data
-
+    """MRPC under `zoo train` with MirroredStrategy on two CPU devices (Keras splits each
+    global batch). Pretraining's one input pipeline per worker
+    (`distribute_datasets_from_function`) is test_multi_worker's
+    test_pretraining_builds_one_input_pipeline_per_worker, and two replicas of one pipeline
+    test_pretraining's, each without a second `zoo train` process here."""
     args = ["--experiment", "bert/glue_mrpc", "--run-dir", str(tmp_path / "run")]
     for override in mrpc(sample_data, "train.steps=6", "train.eval_every=3",
                          "train.strategy=mirrored", "train.devices=2"):
         args += ["--set", override]
-    write_pretraining_data([str(sample_data["root"] / "corpus" / "corpus.txt")],
-                           sample_data["wordpiece"], str(tmp_path / "shards"), shards=2,
-                           max_sequence_lengths=[32])
-    pretrain = ["--experiment", "bert/pretrain", "--run-dir", str(tmp_path / "pretrain")]
-    for override in (*TINY["bert"], f"model.vocabulary={sample_data['wordpiece']}",
-                     f"data.dir={tmp_path / 'shards'}", "train.batch_size=8", "train.steps=6",
-                     "train.warmup_steps=2", "train.eval_every=3", "train.strategy=mirrored",
-                     "train.devices=2",
-                     "data.phases=[{sequence_length: 32, fraction: 1.0}]"):
-        pretrain += ["--set", override]
-    procs = [zoo_train(args), zoo_train(pretrain)]
-    for proc, run in zip(procs, ("run", "pretrain")):
-        out = proc.communicate(timeout=600)[0]
-        assert proc.returncode == 0, out[-3000:]
-        assert "MirroredStrategy, 2 replicas" in out
-        assert ("input: one pipeline per worker (1 in all), this one pipeline 0 for 2 "
-                "replica(s)" in out) == (run == "pretrain"), out[-2000:]
-        metrics = json.loads((tmp_path / run / "metrics.json").read_text())
-        assert [m["step"] for m in metrics] == [3, 6]
-        assert all(math.isfinite(v) for m in metrics for v in m.values()), metrics
+    proc = zoo_train(args)
+    out = proc.communicate(timeout=600)[0]
+    assert proc.returncode == 0, out[-3000:]
+    assert "MirroredStrategy, 2 replicas" in out
+    assert "input: one pipeline per worker" not in out, out[-2000:]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert [m["step"] for m in metrics] == [3, 6]
+    assert all(math.isfinite(v) for m in metrics for v in m.values()), metrics
 
 
 def fit_on_backend(root, vocabulary):
@@ -301,13 +300,10 @@ def fit_on_backend(root, vocabulary):
 def test_a_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_model(sample_data,
                                                                             tmp_path):
     run_dir = tmp_path / "run"
-    good = config_lib.resolve("bert/glue_mrpc", mrpc(sample_data, "train.steps=4",
-                                                      "train.eval_every=2"))
     # A learning rate of 1e30 sends the weights to infinity within a few steps.
     bad = config_lib.resolve("bert/glue_mrpc", mrpc(
         sample_data, "train.steps=40", "train.eval_every=2", "train.warmup_steps=0",
         "train.learning_rate=1e30", "train.clip_norm=0"))
-    runs.train(good, str(tmp_path / "good"))
     with pytest.raises(training.TrainingError, match=r"training loss is (nan|inf) at step \d+"):
         runs.train(bad, str(run_dir))
     assert not (run_dir / "final.keras").exists()
