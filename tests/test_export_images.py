@@ -11,21 +11,17 @@ import tensorflow as tf
 
 from tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
-from tests.test_images import image_overrides
+from tests.test_images import vit_run
 from tools.main import main as cli
 
 
 @pytest.fixture(scope="module")
-def exported(sample_data, tmp_path_factory):
-    """A ViT trained for a few steps on the sample images, its export, and the served answers
-    to the module's requests (one fresh serving process: each costs seconds)."""
+def exported(sample_data, tmp_path_factory, worker_id):
+    """test_images' ViT run on the sample images (trained once for both files), its export,
+    and the served answers to the module's requests (one fresh serving process: each costs
+    seconds)."""
     tmp = tmp_path_factory.mktemp("export_images")
-    run_dir = tmp / "run"
-    args = ["train", "--experiment", "vit/image_folder", "--run-dir", str(run_dir)]
-    for override in image_overrides(sample_data["root"] / "images", "train.steps=6",
-                                    "train.eval_every=6", "train.warmup_steps=2"):
-        args += ["--set", override]
-    assert cli(args) == 0
+    run_dir, _ = vit_run(sample_data, tmp_path_factory, worker_id)
     path = runs.export_run(str(run_dir), str(tmp / "exports"), progress=lambda line: None)
     _, task, model = runs.load_task(str(run_dir))
     _, predictions = task.evaluate(model, "dev", return_predictions=True)
@@ -46,11 +42,11 @@ def exported(sample_data, tmp_path_factory):
     served = serve_fresh(path, [
         {"image_bytes": images}, {"image_bytes": jpegs}, ("serving_ids", {"pixels": pixels}),
         {"image_bytes": np.zeros([0], object)}] + [{"image_bytes": b} for b in bad], show=True)
-    return task, model, predictions, pixels, path, served
+    return task, model, predictions, pixels, path, served, run_dir
 
 
 def test_image_bytes_give_the_pipeline_probabilities_and_labels(exported):
-    task, model, predictions, jpeg_pixels, path, served = exported
+    task, model, predictions, jpeg_pixels, path, served, _ = exported
     columns, predicted = predictions["dev"]
     batches = task.dataset("dev").map(lambda x, *_: x)
     expected = tf.nn.softmax(model.predict(batches, verbose=0)["logits"]).numpy()
@@ -83,10 +79,9 @@ def test_a_converted_run_classifies_like_the_export_in_transformers_pipeline(exp
     import torch
     import transformers
 
-    task, model, predictions, _, path, served = exported
+    task, model, predictions, _, path, served, run_dir = exported
     out = tmp_path / "hf"
-    assert cli(["convert", str(pathlib.Path(path).parent.parent / "run"), str(out),
-                "--to", "hf"]) == 0
+    assert cli(["convert", str(run_dir), str(out), "--to", "hf"]) == 0
     hf = transformers.AutoModelForImageClassification.from_pretrained(out).eval()
     assert [hf.config.id2label[i] for i in range(len(task.labels))] == list(task.labels)
     columns, _ = predictions["dev"]
@@ -108,7 +103,7 @@ def test_a_converted_run_classifies_like_the_export_in_transformers_pipeline(exp
 
 def test_bad_image_bytes_are_invalid_argument(exported):
     """Text, a truncated PNG, no bytes, junk, and one bad image in a good batch."""
-    *_, served = exported
+    *_, served, _ = exported
     assert len(served) == 9
     for result in served[4:]:
         assert result.keys() == {"error"} and result["error"].startswith(

@@ -17,6 +17,7 @@ import pytest
 from sklearn.metrics import accuracy_score
 
 import tasks
+from tests.harness import shared_run
 from tests.test_optimization import cosine_reference
 from tools.main import main as cli
 from zoo import config as config_lib
@@ -36,13 +37,18 @@ def image_overrides(data_dir, *extra):
                        "train.learning_rate=0.03", *extra]
 
 
-def test_image_folder_trains_and_beats_the_majority_class(sample_data, tmp_path, capsys):
+def vit_run(sample_data, tmp_path_factory, worker_id):
+    """The ViT of `image_overrides` trained once on the sample images for this file and
+    test_export_images (tests.harness.shared_run): (run directory, last metrics)."""
+    config = config_lib.resolve("vit/image_folder",
+                                image_overrides(sample_data["root"] / "images"))
+    return shared_run(tmp_path_factory, worker_id, "vit_image_folder", config)
+
+
+def test_image_folder_trains_and_beats_the_majority_class(sample_data, tmp_path_factory,
+                                                          worker_id, capsys):
     images = sample_data["root"] / "images"
-    run_dir = tmp_path / "run"
-    args = ["train", "--experiment", "vit/image_folder", "--run-dir", str(run_dir)]
-    for override in image_overrides(images):
-        args += ["--set", override]
-    assert cli(args) == 0
+    run_dir, _ = vit_run(sample_data, tmp_path_factory, worker_id)
     assert not (run_dir / "vocabulary").exists()  # images need none
     # Gold labels straight from the folders: the dev split of the samples is images/test.
     gold = {}

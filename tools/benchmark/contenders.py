@@ -199,7 +199,7 @@ def transformers_contenders(spec):
         if spec["kind"] in ("train", "pretrain"):
             for mode in spec.get("modes") or ["eager"]:
                 fns[f"{mode} float32 {batch}"] = _torch_training_step(
-                    spec["kind"], hf, data, inputs, labels, mode)
+                    spec["kind"], hf, data, inputs, labels, mode, spec.get("tiny", False))
             continue
         kwargs = {"add_pooling_layer": False} if spec["family"] != "gpt1" else {}
         model = getattr(transformers, FAMILIES[spec["family"]][2]).from_pretrained(hf, **kwargs)
@@ -221,7 +221,7 @@ def transformers_contenders(spec):
     return fns
 
 
-def _torch_training_step(kind, hf, data, inputs, labels, mode):
+def _torch_training_step(kind, hf, data, inputs, labels, mode, tiny=False):
     """One transformers training step as a callable returning the loss: "train" is the
     fine-tuning step of `finetune`, "pretrain" BERT's (`BertForPreTraining` on
     `pretraining_batch`, AdamW with BERT's recipe as tasks.transformers_recipe builds it);
@@ -245,7 +245,11 @@ def _torch_training_step(kind, hf, data, inputs, labels, mode):
         kwargs = {key: torch.from_numpy(value) for key, value in
                   recipe.pretraining_batch(*pretraining_batch(data)).items()}
     model.train()
-    forward = torch.compile(model) if mode == "compile" else model
+    forward = model
+    if mode == "compile":
+        # --tiny checks the contender, not inductor's code generation (30 s on 2 cores for
+        # two layers): dynamo traces the step and runs it eagerly.
+        forward = torch.compile(model, backend="eager" if tiny else "inductor")
 
     def step():
         loss = forward(**kwargs).loss
@@ -264,8 +268,9 @@ def _transformers_recipe():
     tasks/__init__.py, which loads TensorFlow into the torch worker (see workers.py)."""
     import importlib.util
 
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))), "tasks", "transformers_recipe.py")
+    # find_spec of the top-level package locates it without running its __init__.
+    folder = importlib.util.find_spec("tasks").submodule_search_locations[0]
+    path = os.path.join(folder, "transformers_recipe.py")
     spec = importlib.util.spec_from_file_location("transformers_recipe", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -21,7 +21,8 @@ def section_pretrain(args, progress=print):
         "only, as run_pretraining.py), `train_on_batch` on TensorFlow without and with XLA, "
         "and JAX jit; transformers: `BertForPreTraining` (the vocabulary projection at every "
         "position, its loss ignoring the others) with `torch.optim.AdamW`, eager and "
-        "`torch.compile` (inductor). All in one group, timed in alternation. Loss: the last "
+        "`torch.compile` (inductor; with --tiny dynamo's eager backend, which checks the "
+        "contender, not inductor). All in one group, timed in alternation. Loss: the last "
         "step's loss, a sanity check (the heads start from different random weights).", "",
         "| library | backend | mode | steps/s | tokens/s | s per step | loss |",
         "| --- | --- | --- | --- | --- | --- | --- |"]

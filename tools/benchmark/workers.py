@@ -146,7 +146,7 @@ def _groups(family, kind, backends, bf16, tiny=False):
                   else ["jit"]) for backend in backends]
                 + [("transformers", None, ["float32"], ["eager", "compile"])]]
     if kind == "train" and tiny:
-        # torch.compile is left to `pretrain` here: the same step function, 30 s to compile.
+        # torch.compile is left to `pretrain` here (the same step function).
         return [[(library, backend, ["float32"], ["graph", "xla"] if backend == "tensorflow"
                   else ["jit"]) for backend in backends for library in keras_libraries]
                 + [("transformers", None, ["float32"], ["eager"])]]
@@ -183,7 +183,7 @@ def time_family(root, family, kind, batches, length, backends, bf16, repeats, pr
                 if libraries is not None and library not in libraries:
                     continue
                 spec = dict(root=root, family=family, kind=kind, batches=batches,
-                            length=length, policies=policies, modes=modes)
+                            length=length, policies=policies, modes=modes, tiny=tiny)
                 reused = pool is not None and (library, backend) in pool
                 progress(f"  {'reusing' if reused else 'starting'} {library}"
                          f"{' ' + backend if backend else ''} {' '.join(modes or [])} "
