@@ -89,22 +89,29 @@ def shards(sample_data, tmp_path_factory):
     return out
 
 
-def test_pretraining_steps_equal_transformers_bert_for_pretraining(sample_data, shards,
-                                                                   tmp_path):
-    config = config_lib.resolve("bert/pretrain", [
-        *RECIPE, f"model.vocabulary={sample_data['wordpiece']}", f"data.dir={shards}",
-        "data.phases=[]", "data.sequence_length=32"])
+def _both(experiment, task_name, overrides, hf_class, tmp_path):
+    """The task, zoo's compiled model, its starting weights (transformers' names), the same
+    weights in `hf_class`, and STEPS training batches of zoo's pipeline as numpy."""
+    config = config_lib.resolve(experiment, [*RECIPE, *overrides])
     keras.utils.set_random_seed(0)
-    task = tasks.create("pretrain/masked_lm", config)
+    task = tasks.create(task_name, config)
     model = task.build_model()
     task.compile(model, total_steps=STEPS, warmup_steps=WARMUP)
     start = _weights(model, tmp_path / "start")
-    hf = _hf_model(transformers.BertForPreTraining, tmp_path / "start")
-    batches = _numpy(task.dataset("train", repeat=True).take(STEPS))
+    hf = _hf_model(hf_class, tmp_path / "start")
+    return task, model, start, hf, _numpy(task.dataset("train", repeat=True).take(STEPS))
+
+
+def test_pretraining_steps_equal_transformers_bert_for_pretraining(sample_data, shards,
+                                                                   tmp_path):
+    task, model, start, hf, batches = _both(
+        "bert/pretrain", "pretrain/masked_lm",
+        [f"model.vocabulary={sample_data['wordpiece']}", f"data.dir={shards}", "data.phases=[]",
+         "data.sequence_length=32"], transformers.BertForPreTraining, tmp_path)
     assert len(batches) == STEPS and min(b[2]["mlm"].sum() for b in batches) > 0
 
     hf_losses, hf_norms = recipe.train_steps(
-        hf, [recipe.pretraining_batch(*batch) for batch in batches], config.train, STEPS,
+        hf, [recipe.pretraining_batch(*batch) for batch in batches], task.config.train, STEPS,
         WARMUP)
     zoo_losses = _zoo_steps(model, batches)
     _compare(model, start, hf, tmp_path / "end", zoo_losses, hf_losses, hf_norms)
@@ -113,20 +120,15 @@ def test_pretraining_steps_equal_transformers_bert_for_pretraining(sample_data, 
 
 def test_fine_tuning_steps_equal_transformers_bert_for_sequence_classification(sample_data,
                                                                                tmp_path):
-    config = config_lib.resolve("bert/glue_sst2", [
-        *RECIPE, f"model.vocabulary={sample_data['wordpiece']}",
-        f"data.dir={sample_data['root'] / 'glue' / 'SST-2'}", "data.sequence_length=32"])
-    keras.utils.set_random_seed(0)
-    task = tasks.create("glue/sst2", config)
-    model = task.build_model()
-    task.compile(model, total_steps=STEPS, warmup_steps=WARMUP)
-    start = _weights(model, tmp_path / "start")
-    hf = _hf_model(transformers.BertForSequenceClassification, tmp_path / "start")
-    batches = _numpy(task.dataset("train", repeat=True).take(STEPS))
+    task, model, start, hf, batches = _both(
+        "bert/glue_sst2", "glue/sst2",
+        [f"model.vocabulary={sample_data['wordpiece']}",
+         f"data.dir={sample_data['root'] / 'glue' / 'SST-2'}", "data.sequence_length=32"],
+        transformers.BertForSequenceClassification, tmp_path)
     assert all(set(w) == {"logits"} and np.all(w["logits"] == 1) for *_, w in batches)
 
     hf_losses, hf_norms = recipe.train_steps(
-        hf, [recipe.classification_batch(x, y["logits"]) for x, y, _ in batches], config.train,
-        STEPS, WARMUP)
+        hf, [recipe.classification_batch(x, y["logits"]) for x, y, _ in batches],
+        task.config.train, STEPS, WARMUP)
     zoo_losses = _zoo_steps(model, batches)
     _compare(model, start, hf, tmp_path / "end", zoo_losses, hf_losses, hf_norms)

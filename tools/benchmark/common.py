@@ -18,6 +18,18 @@ def split_contender(name):
     return mode, policy, int(batch)
 
 
+def training_rows(results, per_step, spec):
+    """Markdown rows of timed training steps, fastest first: library, backend, mode, steps/s,
+    items/s (`per_step(batch)` items a step, formatted with `spec`), s per step, last loss."""
+    rows = []
+    for (label, name), (seconds, loss) in sorted(results.items(), key=lambda kv: kv[1][0]):
+        library, _, backend = label.partition(" ")
+        mode, _, batch = split_contender(name)
+        rows.append(f"| {library} | {backend or 'torch'} | {mode} | {1 / seconds:.3f} "
+                    f"| {per_step(batch) / seconds:{spec}} | {seconds:.2f} | {loss:.3f} |")
+    return rows
+
+
 def fastest(results, label, batch, policy="float32"):
     """The fastest (seconds, contender name) of one worker at one batch size and policy."""
     found = [(seconds, name) for (lab, name), (seconds, _) in results.items()

@@ -1,6 +1,6 @@
 """`zoo benchmark finetune`: one BERT-base fine-tuning step per library and backend."""
 
-from tools.benchmark.common import fastest, split_contender, target_cell
+from tools.benchmark.common import fastest, target_cell, training_rows
 from tools.benchmark.workers import time_family
 
 
@@ -23,12 +23,7 @@ def section_finetune(args, progress=print):
     results = time_family(args.root, "bert", "train", [batch_size], args.sequence_length,
                           args.backends, False, args.repeats, progress, args.tiny,
                           pool=getattr(args, "worker_pool", None))
-    for (label, name), (seconds, loss) in sorted(results.items(), key=lambda kv: kv[1][0]):
-        library, _, backend = label.partition(" ")
-        mode, _, batch = split_contender(name)
-        lines.append(f"| {library} | {backend or 'torch'} | {mode} | {1 / seconds:.3f} "
-                     f"| {batch / seconds:.2f} | {seconds:.2f} | {loss:.3f} |")
-    lines.append("")
+    lines += training_rows(results, lambda batch: batch, ".2f") + [""]
     summary = []
     for backend in args.backends:
         ours = fastest(results, f"zoo {backend}", batch_size)[0]

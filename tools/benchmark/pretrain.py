@@ -1,6 +1,6 @@
 """`zoo benchmark pretrain`: one BERT pretraining step, zoo against transformers."""
 
-from tools.benchmark.common import fastest, split_contender, target_cell
+from tools.benchmark.common import fastest, target_cell, training_rows
 from tools.benchmark.contenders import PREDICTIONS
 from tools.benchmark.workers import time_family
 
@@ -29,12 +29,7 @@ def section_pretrain(args, progress=print):
     results = time_family(args.root, "bert", "pretrain", [batch_size], length, args.backends,
                           False, args.repeats, progress, args.tiny,
                           pool=getattr(args, "worker_pool", None))
-    for (label, name), (seconds, loss) in sorted(results.items(), key=lambda kv: kv[1][0]):
-        library, _, backend = label.partition(" ")
-        mode, _, batch = split_contender(name)
-        lines.append(f"| {library} | {backend or 'torch'} | {mode} | {1 / seconds:.3f} "
-                     f"| {batch * length / seconds:,.0f} | {seconds:.2f} | {loss:.3f} |")
-    lines.append("")
+    lines += training_rows(results, lambda batch: batch * length, ",.0f") + [""]
     ours = min(fastest(results, f"zoo {b}", batch_size)[0] for b in args.backends)
     eager = [s for (label, name), (s, _) in results.items()
              if label == "transformers" and name.startswith("eager ")]
