@@ -26,17 +26,22 @@ def test_every_table_parses_and_names_existing_experiments_and_keys():
     keys are errors); the tables the issue asks for are there."""
     names = reproduce.table_names()
     assert set(names) == {"gpt1/table5", "gpt1/figure2", "gpt1/figure2_right", "bert/table5",
-                          "bert/table6", "bert/table7", "bert/table8"}, names
+                          "bert/table6", "bert/table7", "bert/table8", "bert/imdb"}, names
     for name in names:
         table = reproduce.load_table(name)
-        assert set(table["scales"]) == set(reproduce.SCALES), name
+        papers = {"paper", "small", "sample"}  # the papers' tables; real data at CPU scale
+        assert set(table["scales"]) == ({"cpu"} if name == "bert/imdb" else papers), name
         for scale in table["scales"]:
             steps = reproduce.plan(table, scale, "DATA", "RUN")
             assert any(s["kind"] in ("finetuning", "zero_shot") for s in steps), (name, scale)
             for step in steps:
                 if step["kind"] in ("pretraining", "finetuning"):
                     config = config_lib.resolve(step["experiment"], step["overrides"])
-                    assert config.data.dir.startswith(("DATA/", "RUN/")), step
+                    if config.task == "text_classification":  # own data: its files
+                        assert config.data.train_file == "DATA/train", step
+                        assert config.data.dev_file == "DATA/test", step
+                    else:
+                        assert config.data.dir.startswith(("DATA/", "RUN/")), step
     rates = {}  # a scale's column_overrides reach that column's cells and no other
     for step in reproduce.plan(reproduce.load_table("bert/table8"), "sample", "DATA", "RUN"):
         if step["kind"] == "finetuning":
@@ -362,3 +367,64 @@ def test_zero_shot_columns_read_the_checkpoint_of_each_rows_updates(sample_data,
         float(cells["early", "sst2"]["mean"]) / 100)
     hparams = EventAccumulator(str(cell / "hparams")).Reload()
     assert "_hparams_/session_start_info" in hparams.Tags()["tensors"]
+
+
+def _review_folders(root, sample_data):
+    """An aclImdb-shaped folder from the samples: SST-2's train and dev sentences as labeled
+    reviews (train/, test/), the corpus's documents as unlabeled ones (train/unsup), sentences
+    joined by <br /> as IMDB's are; every test review names the "test hall"."""
+    samples = sample_data["root"]
+    for split, tsv, extra in (("train", "train", ""), ("test", "dev", " Seen in the test hall.")):
+        lines = (samples / "glue" / "SST-2" / f"{tsv}.tsv").read_text(
+            encoding="utf-8").splitlines()[1:]
+        for i, line in enumerate(lines):
+            text, label = line.rsplit("\t", 1)
+            folder = root / split / ("pos" if label == "1" else "neg")
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{i}_0.txt").write_text(text.strip() + "." + extra, encoding="utf-8")
+    documents = (samples / "corpus" / "corpus.txt").read_text(encoding="utf-8").split("\n\n")
+    (root / "train" / "unsup").mkdir()
+    for i, document in enumerate(d for d in documents if d.strip()):
+        (root / "train" / "unsup" / f"{i}_0.txt").write_text(
+            "<br /><br />".join(document.split("\n")), encoding="utf-8")
+
+
+def test_the_imdb_table_runs_from_the_review_folders_with_a_bag_of_words_row(
+        sample_data, tmp_path, capsys):
+    """bert/imdb end to end on review folders shaped like aclImdb (tiny model, a few steps):
+    the corpus comes from train/ only (never test/), one sentence a line; the pretrained
+    row starts from the table's pretraining, the scratch row from nothing; the bag-of-words
+    row scores the same test files; table.md shows all three beside "reported elsewhere"."""
+    root = tmp_path / "aclImdb"
+    _review_folders(root, sample_data)
+    run = tmp_path / "run"
+    tiny = ["model.backbone.num_layers=1", "model.backbone.hidden_dim=32",
+            "model.backbone.num_heads=2", "model.backbone.intermediate_dim=64",
+            "data.sequence_length=32", "train.batch_size=16", "train.steps=6",
+            "train.eval_every=6", "train.warmup_steps=2"]
+    assert cli(["reproduce", "bert/imdb", "--scale", "cpu", "--seeds", "1", "--data-root",
+                str(root), "--run-dir", str(run)] + [a for s in tiny for a in ("--set", s)]) == 0
+    out = capsys.readouterr().out
+    corpus = (run / "data" / "corpus" / "corpus.txt").read_text(encoding="utf-8")
+    assert "test hall" not in corpus and "<br" not in corpus
+    assert "Grace Hansen plays the drums.\nGrace Hansen has a parrot called Mango.\n" in corpus
+    pretrained = yaml.safe_load((run / "cells" / "pretrained" / "imdb" / "seed_0" /
+                                 "config.yaml").read_text(encoding="utf-8"))
+    assert pretrained["model"]["init_checkpoint"] == str(run / "pretraining" / "base")
+    scratch = yaml.safe_load((run / "cells" / "scratch" / "imdb" / "seed_0" /
+                              "config.yaml").read_text(encoding="utf-8"))
+    assert scratch["model"]["init_checkpoint"] is None
+    assert scratch["data"]["dev_file"] == str(root / "test")
+    baseline = json.loads((run / "cells" / "bag_of_words" / "imdb" / "metrics.json").read_text())
+    cells = {(row["row"], row["column"]): row for row in _numbers(run)}
+    assert float(cells["bag_of_words", "imdb"]["mean"]) == pytest.approx(
+        100 * baseline[0]["accuracy"])
+    assert cells["pretrained", "mlm"]["seeds"] == "1" and cells["scratch", "mlm"]["seeds"] == "0"
+    text = (run / "table.md").read_text(encoding="utf-8")
+    assert "| row | Test accuracy reported elsewhere | ours |" in text, text
+    assert re.search(r"^\| Bag of words \(logistic regression\) \| - \| [\d.]+ \|", text, re.M)
+    assert re.search(r"^\| zoo, pretrained on train \+ unsup \| 88\.9 \| [\d.]+ \|", text, re.M)
+    commands = (run / "commands.sh").read_text(encoding="utf-8")
+    assert f"zoo data corpus --from {root / 'train'} --out" in commands and "--strip-html" in commands
+    assert "python -m tasks.baselines bag_of_words --experiment bert/text_classification" in commands
+    assert "[1/7] corpus" in out

@@ -1,5 +1,6 @@
 """`zoo data`: vocabularies, pretraining shards and sample datasets.
 
+  zoo data corpus   --from FILES_OR_FOLDERS --out FILE [--text-column C] [--strip-html]
   zoo data vocab    --corpus FILES --size N --kind wordpiece|bpe --out DIR
   zoo data pretrain --corpus FILES --vocab V --out DIR [--objective mlm_nsp|causal_lm]
                     [--runner DirectRunner|DataflowRunner|FlinkRunner|SparkRunner|none]
@@ -21,6 +22,26 @@ def register(subparsers):
     parser = subparsers.add_parser("data", help="build vocabularies, pretraining data, samples",
                                    description=__doc__)
     commands = parser.add_subparsers(dest="data_command", required=True, metavar="WHAT")
+
+    corpus = commands.add_parser(
+        "corpus", help="your own documents as a corpus: one sentence a line, a blank line "
+                       "between documents (the input of `data vocab` and `data pretrain`)")
+    corpus.add_argument("--from", dest="sources", nargs="+", required=True,
+                        help=".csv, .tsv, .jsonl or .parquet files (a document per row) or "
+                             "folders of class folders of .txt files (a document per file)")
+    corpus.add_argument("--out", required=True, help="the corpus file to write")
+    corpus.add_argument("--text-column", default="text",
+                        help="the column (or JSON key) holding the text (default text)")
+    corpus.add_argument("--strip-html", action="store_true",
+                        help="<br> and <p> end a sentence; other tags dropped, entities "
+                             "unescaped (e.g. IMDB's reviews)")
+    corpus.add_argument("--workers", type=int, default=None,
+                        help="processes splitting sentences (default: one per core)")
+    corpus.add_argument("--skip-bad-rows", action="store_true",
+                        help="skip and count unreadable rows (default: stop at the first, "
+                             "naming its file and line)")
+    corpus.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    corpus.set_defaults(func=run_corpus)
 
     vocab = commands.add_parser("vocab", help="train a WordPiece or BPE vocabulary on a corpus")
     vocab.add_argument("--corpus", nargs="+", required=True, help="plain-text files")
@@ -89,6 +110,35 @@ def register(subparsers):
                        help="your own data: a config override, as for zoo train, e.g. "
                             "data.text_column=review or model.vocabulary=DIR (repeatable)")
     check.set_defaults(func=run_check)
+
+
+def run_corpus(args):
+    # lazy: loads TensorFlow; `zoo --help` imports this module
+    from zoo import files
+    from zoo.data.corpus import default_workers, write_corpus  # lazy: as above
+
+    if files.exists(args.out) and not args.overwrite:
+        print(f"zoo data corpus: error: {args.out} exists; use --overwrite to replace it",
+              file=sys.stderr)
+        return 1
+    for source in args.sources:
+        if not files.exists(source):
+            print(f"zoo data corpus: error: {source}: no such file or folder", file=sys.stderr)
+            return 1
+    workers = args.workers or default_workers()
+    if workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {workers}")
+    # The worker processes import zoo, so TensorFlow, whose start-up lines are kept back.
+    with quiet_stderr_fd() as terminal:
+        counts = write_corpus(args.sources, args.out, text_column=args.text_column,
+                              strip_html=args.strip_html, workers=workers,
+                              skip_bad_rows=args.skip_bad_rows, progress=terminal)
+    for report in counts["reports"]:
+        print(report)
+    print(f"wrote {counts['documents']} documents, {counts['sentences']} sentences to "
+          f"{args.out}" + (f"; left out {counts['empty']} documents without a sentence"
+                           if counts["empty"] else ""))
+    return 0
 
 
 def run_vocab(args):

@@ -7,8 +7,9 @@
 TABLE is a YAML under configs/reproduce (named without .yaml) or a path: the table's rows,
 columns (the fine-tuning experiments), the paper's numbers and the settings of each scale
 (`paper`: the paper's sizes and hyperparameters; `small`: a reduced setting for about one GPU
-day; `sample`: `zoo data samples` on a laptop). --data-root is laid out as `zoo data samples`
-writes it (corpus/*.txt, glue/MRPC/train.tsv, squad/train-v1.1.json ...). Each cell is an
+day; `sample`: `zoo data samples` on a laptop; `cpu`: real data on two CPU cores, bert/imdb).
+--data-root is laid out as `zoo data samples` writes it (corpus/*.txt, glue/MRPC/train.tsv,
+squad/train-v1.1.json ...), or as the table says (bert/imdb: the aclImdb folder). Each cell is an
 ordinary run directory under --run-dir (pretraining/<name>, cells/<row>/<column>/seed_<s>);
 running the same command again resumes where it stopped and never retrains a finished cell.
 Writes RUN/table.md, RUN/table.csv and RUN/commands.sh (each cell as a `zoo train` command).
@@ -30,9 +31,10 @@ def register(subparsers):
     parser.add_argument("--data-root", help="the data, laid out as `zoo data samples` "
                         "writes it")
     parser.add_argument("--run-dir", help="the reproduction's directory")
-    parser.add_argument("--scale", default="sample", choices=("paper", "small", "sample"),
-                        help="the paper's settings, a reduced one-GPU-day setting, or the "
-                             "sample data on this machine (default)")
+    parser.add_argument("--scale", default="sample", choices=("paper", "small", "sample", "cpu"),
+                        help="the paper's settings, a reduced one-GPU-day setting, the "
+                             "sample data on this machine (default), or real data on a few "
+                             "CPU cores (bert/imdb)")
     parser.add_argument("--seeds", type=int, default=None,
                         help="fine-tuning seeds per cell (default: the scale's)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],

@@ -51,6 +51,7 @@ def write_outputs(table, scale, seeds, record, steps, cells, run_dir):
     parameters = {}
     for step in steps:
         if step["kind"] in ("finetuning", "zero_shot") and step["row"] not in parameters:
+            # (a baseline row has no backbone: 0)
             parameters[step["row"]] = backbone_parameters(step["experiment"], step["overrides"],
                                                           size)
     timings = read_json(os.path.join(run_dir, "timings.json"), {})
@@ -68,7 +69,8 @@ def write_outputs(table, scale, seeds, record, steps, cells, run_dir):
              + "".join(f" --set {shell_quote(o)}" for o in record["overrides"]) + "`", "",
              f"Wall time: {sum(timings.values()) / 60:.1f} min for every step (a row's time "
              "below: its fine-tuning cells; per step: timings.json and the last table).", "",
-             "| row | " + " | ".join(f"{titles[c]} paper | ours" for c in columns)
+             "| row | " + " | ".join(
+                 f"{titles[c]} {table.get('paper_title', 'paper')} | ours" for c in columns)
              + " | backbone parameters | wall time |",
              "| --- |" + " --- | --- |" * len(columns) + " --- | --- |"]
     for row_name, row in scale_rows(table, scale).items():

@@ -7,12 +7,13 @@ import time
 import numpy as np
 import yaml
 
-from tasks import runs
+from tasks import baselines, runs
 from tasks.reproduce.report import read_json, write_outputs
 from tasks import zero_shot
 from tasks.reproduce.tables import TableError, command, plan, scale_columns, scale_rows
 from zoo import config as config_lib
 from zoo import files, training
+from zoo.data.corpus import default_workers, write_corpus
 from zoo.data.pretraining import write_pretraining_data
 from zoo.files import write_text
 from zoo.tokenizers import train_vocabulary
@@ -57,7 +58,18 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
             continue
         progress(f"[{number}/{len(steps)}] {step['name']}")
         start = time.perf_counter()
-        if step["kind"] == "vocabulary":
+        if step["kind"] == "corpus":
+            counts = write_corpus(step["sources"], os.path.join(step["run_dir"], "corpus.txt"),
+                                  text_column=step["text_column"],
+                                  strip_html=step["strip_html"], workers=default_workers())
+            progress(f"corpus: {counts['documents']} documents, {counts['sentences']} "
+                     f"sentences; " + "; ".join(counts["reports"]))
+        elif step["kind"] == "baseline":
+            baselines.run(step["baseline"], config_lib.resolve(step["experiment"],
+                                                               step["overrides"]),
+                          step["run_dir"], progress)
+            _check_columns(table, scale, step)
+        elif step["kind"] == "vocabulary":
             train_vocabulary(_corpus(step["corpus"]), step["size"], step["vocabulary_kind"],
                              step["run_dir"])
         elif step["kind"] == "shards":
@@ -115,12 +127,14 @@ def _zero_shot(step):
 
 
 def _finished(step):
+    if step["kind"] == "corpus":
+        return files.isfile(os.path.join(step["run_dir"], "corpus.txt"))
     if step["kind"] == "vocabulary":
         return files.isfile(os.path.join(step["run_dir"], "tokenizer_config.json"))
     if step["kind"] == "shards":
         return all(files.isfile(os.path.join(step["run_dir"], f"seq{length}", "pretraining.json"))
                    for length in step["lengths"])
-    if step["kind"] == "zero_shot":
+    if step["kind"] in ("zero_shot", "baseline"):
         return files.isfile(os.path.join(step["run_dir"], "metrics.json"))
     return files.isfile(os.path.join(step["run_dir"], "final.keras"))
 
@@ -178,7 +192,7 @@ def _metric_value(run_dir, spec):
 def _check_columns(table, scale, step):
     """Right after a step trains, the numbers its columns read from it: a wrong metric name
     or scale stops the reproduction at its first cell, not after the last."""
-    if step["kind"] in ("finetuning", "zero_shot"):
+    if step["kind"] in ("finetuning", "zero_shot", "baseline"):
         _metric_value(step["run_dir"], table["columns"][step["column"]])
     elif step["kind"] == "pretraining":
         for column in scale_columns(table, scale):
@@ -194,7 +208,7 @@ def results(table, scale, steps, timings=None):
     by_cell = {}
     pretraining = {s["name"]: s for s in steps if s["kind"] == "pretraining"}
     for step in steps:
-        if step["kind"] in ("finetuning", "zero_shot") and _finished(step):
+        if step["kind"] in ("finetuning", "zero_shot", "baseline") and _finished(step):
             by_cell.setdefault((step["row"], step["column"]), []).append(step)
     columns = scale_columns(table, scale)
     cells = []

@@ -15,17 +15,19 @@ from zoo.data.samples.common import CORPUS, LAYOUT
 from zoo.training.run_dir import checkpoint_path
 
 TABLE_ROOT = os.path.join(os.path.dirname(config_lib.CONFIG_ROOT), "reproduce")
-SCALES = ("paper", "small", "sample")
+SCALES = ("paper", "small", "sample", "cpu")
 # --dry-run's estimate of accelerator hours: 6 x parameters x tokens (forward and backward of
 # the dense layers; attention's own products ignored) at 40 TFLOP/s sustained, about 13 % of
 # an A100's bfloat16 peak or a third of a V100's float16 peak. An estimate to plan with.
 SUSTAINED_FLOPS = 40e12
 _TOP = {"title", "source", "reference", "vocabulary", "pretraining", "columns", "rows",
-        "scales", "note"}
+        "scales", "note", "corpus", "paper_title"}
+_CORPUS = {"from", "strip_html", "text_column"}
+BASELINES = ("bag_of_words",)
 _PRETRAINING = {"experiment", "set", "shards", "train_examples"}
 _COLUMN = {"title", "experiment", "metric", "percent", "train_examples", "source", "set",
            "task"}
-_ROW = {"title", "pretraining", "set", "paper", "experiments", "updates"}
+_ROW = {"title", "pretraining", "set", "paper", "experiments", "updates", "baseline"}
 SOURCES = ("finetuning", "pretraining", "zero_shot")
 _SCALE = {"description", "seeds", "rows", "columns", "set", "pretraining_set", "finetuning_set",
           "vocabulary_size", "pretraining_overrides", "row_overrides", "column_overrides",
@@ -71,6 +73,10 @@ def load_table(name):
         if key not in table:
             raise TableError(f"{path}: {key}: missing")
     table.setdefault("pretraining", {})
+    if "corpus" in table:
+        _known(table["corpus"], _CORPUS, path, "corpus.")
+        if not table["corpus"].get("from"):
+            raise TableError(f"{path}: corpus.from: missing (paths under --data-root)")
     for name_, entry in table["pretraining"].items():
         _known(entry, _PRETRAINING, path, f"pretraining.{name_}.")
         entry.setdefault("set", [])
@@ -99,6 +105,9 @@ def load_table(name):
         if row.get("pretraining") is not None and row["pretraining"] not in table["pretraining"]:
             raise TableError(f"{path}: rows.{name_}.pretraining: {row['pretraining']!r} is not "
                              f"in pretraining ({', '.join(table['pretraining'])})")
+        if "baseline" in row and (row["baseline"] not in BASELINES or row.get("pretraining")):
+            raise TableError(f"{path}: rows.{name_}.baseline: one of {', '.join(BASELINES)}, "
+                             "in a row without a pretraining")
         if "updates" in row and (row.get("pretraining") is None or isinstance(
                 row["updates"], bool) or not isinstance(row["updates"], int)
                 or row["updates"] < 1):
@@ -155,10 +164,13 @@ def _known(entry, allowed, path, prefix):
 
 
 def _task_dir(data_root, experiment):
-    """data.dir of an experiment's task under a `zoo data samples`-shaped data root."""
+    """data.dir of an experiment's task under a `zoo data samples`-shaped data root (None for
+    a task of your own data, which names its files: `{data_root}/...` in the table's sets)."""
     task = config_lib.resolve(experiment).task
     if task.startswith("pretrain/"):
         return os.path.join(data_root, os.path.dirname(CORPUS))
+    if task not in LAYOUT:  # your own data's tasks: their files are named by the table's sets
+        return None
     split = next(iter(LAYOUT[task].values()))
     return os.path.join(data_root, os.path.dirname(split))
 
@@ -166,7 +178,8 @@ def _task_dir(data_root, experiment):
 def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=None):
     """The steps of a reproduction, in order: [{kind, name, experiment, overrides, run_dir}].
 
-    kind is "vocabulary", "shards", "pretraining", "finetuning" or "zero_shot"; a fine-tuning
+    kind is "corpus", "vocabulary", "shards", "pretraining", "finetuning", "baseline" or
+    "zero_shot"; a fine-tuning
     step also has row, column and seed, a zero-shot step row, column, task, checkpoint and
     data. A row with `updates: N` starts from its pretraining's model after N updates (kept by
     `train.keep_checkpoints`, which its pretraining then sets). `vocabulary` is the vocabulary
@@ -180,13 +193,20 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
     user = list(overrides)
     vocabulary = vocabulary or _override(user, "model.vocabulary")
     steps = []
+    corpus = os.path.join(data_root, os.path.dirname(CORPUS))
+    if "corpus" in table:  # `zoo data corpus` of the data root's documents, one folder for all
+        spec = table["corpus"]
+        corpus = os.path.join(run_dir, "data", "corpus")
+        steps.append({"kind": "corpus", "name": "corpus", "run_dir": corpus,
+                      "sources": [os.path.join(data_root, p) for p in spec["from"]],
+                      "strip_html": bool(spec.get("strip_html", False)),
+                      "text_column": spec.get("text_column", "text")})
     if vocabulary is None:
         vocabulary = os.path.join(run_dir, "vocabulary")
         kind = table["vocabulary"]
         steps.append({"kind": "vocabulary", "name": "vocabulary", "run_dir": vocabulary,
                       "vocabulary_kind": kind["kind"],
-                      "size": entry.get("vocabulary_size", kind["size"]),
-                      "corpus": os.path.join(data_root, os.path.dirname(CORPUS))})
+                      "size": entry.get("vocabulary_size", kind["size"]), "corpus": corpus})
     common = list(entry.get("set", [])) + [f"model.vocabulary={vocabulary}"]
     rows = scale_rows(table, scale)
     columns = scale_columns(table, scale)
@@ -216,8 +236,7 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
                             "overrides": [f"data.dir={data}"] + pre_overrides,
                             "train_examples": pre.get("train_examples")})
     if lengths:
-        steps.append({"kind": "shards", "name": "shards", "run_dir": shards,
-                      "corpus": os.path.join(data_root, os.path.dirname(CORPUS)),
+        steps.append({"kind": "shards", "name": "shards", "run_dir": shards, "corpus": corpus,
                       "vocabulary": vocabulary, "lengths": sorted(set(lengths)),
                       "dupe_factor": entry.get("dupe_factor", 1)})
     steps += pretraining
@@ -250,20 +269,33 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
                     "experiment": pre_step["experiment"], "overrides": pre_step["overrides"]})
                 continue
             experiment = row["experiments"].get(column, spec.get("experiment"))
+            cell = os.path.join(run_dir, "cells", row_name, column)
+            base = _expand(common + list(entry.get("finetuning_set", [])) + init + spec["set"]
+                           + list(entry.get("column_overrides", {}).get(column, []))
+                           + row["set"] + list(entry.get("row_overrides", {}).get(row_name, []))
+                           + user, data_root)
+            task_dir = _task_dir(data_root, experiment)
+            data = [f"data.dir={task_dir}"] if task_dir else []
+            if "baseline" in row:  # no model of ours: one cell, no seeds (it has none)
+                steps.append({
+                    "kind": "baseline", "name": f"{row_name} / {column}", "row": row_name,
+                    "column": column, "baseline": row["baseline"], "experiment": experiment,
+                    "run_dir": cell, "overrides": data + base})
+                continue
             for i in range(seeds):
-                cell = os.path.join(run_dir, "cells", row_name, column)
-                base = (common + list(entry.get("finetuning_set", [])) + init + spec["set"]
-                        + list(entry.get("column_overrides", {}).get(column, [])) + row["set"]
-                        + list(entry.get("row_overrides", {}).get(row_name, [])) + user)
                 seed = config_lib.resolve(experiment, base).train.seed + i
                 steps.append({
                     "kind": "finetuning", "name": f"{row_name} / {column} / seed {seed}",
                     "row": row_name, "column": column, "seed": seed,
                     "experiment": experiment, "run_dir": os.path.join(cell, f"seed_{seed}"),
-                    "overrides": ([f"data.dir={_task_dir(data_root, experiment)}"]
-                                  + base + [f"train.seed={seed}"]),
+                    "overrides": data + base + [f"train.seed={seed}"],
                     "train_examples": spec.get("train_examples")})
     return steps
+
+
+def _expand(overrides, data_root):
+    """`{data_root}` in a table's settings is --data-root (own data's files live under it)."""
+    return [o.replace("{data_root}", data_root) for o in overrides]
 
 
 def _check_updates(table, scale, name, experiment, overrides, updates):
@@ -306,6 +338,14 @@ def _override(overrides, key):
 
 def command(step):
     """The `zoo` command that runs `step` on its own."""
+    if step["kind"] == "corpus":
+        return (f"zoo data corpus --from {' '.join(step['sources'])} --out "
+                f"{step['run_dir']}/corpus.txt --text-column {step['text_column']}"
+                + (" --strip-html" if step["strip_html"] else ""))
+    if step["kind"] == "baseline":
+        sets = " ".join(f"--set {shell_quote(o)}" for o in step["overrides"])
+        return (f"python -m tasks.baselines {step['baseline']} --experiment "
+                f"{step['experiment']} {sets} --out {step['run_dir']}")
     if step["kind"] == "vocabulary":
         return (f"zoo data vocab --kind {step['vocabulary_kind']} --size {step['size']} "
                 f"--corpus {step['corpus']}/*.txt --out {step['run_dir']}")
