@@ -17,7 +17,10 @@ here uses epsilon / sqrt(1 - beta2^t), which makes the two updates the same arit
 torch and transformers are test extras, imported when a function runs.
 """
 
+import json
 import math
+import os
+import sys
 
 import numpy as np
 
@@ -83,21 +86,222 @@ def train_steps(model, batches, train, total_steps, warmup_steps):
     """Train `model` (a transformers model, in train mode) on `batches` (dicts of numpy
     arrays, its keyword arguments) one update each; returns the loss and the gradients'
     global norm (before clipping) of each step, two lists of floats."""
-    import torch
-
     adamw, schedule = optimizer(model, train, total_steps, warmup_steps)
-    beta_2 = adamw.param_groups[0]["betas"][1]
     model.train()
     losses, norms = [], []
     for step, batch in enumerate(batches, start=1):
-        for group in adamw.param_groups:  # Keras's epsilon convention (module docstring)
-            group["eps"] = train.adam_epsilon / math.sqrt(1.0 - beta_2 ** step)
-        out = model(**{key: torch.from_numpy(value) for key, value in batch.items()})
-        adamw.zero_grad()
-        out.loss.backward()
-        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), train.clip_norm or math.inf)
-        adamw.step()
-        schedule.step()
-        losses.append(float(out.loss.detach()))
-        norms.append(float(norm))
+        loss, norm = _update(model, adamw, schedule, batch, train, step)
+        losses.append(loss)
+        norms.append(norm)
     return losses, norms
+
+
+def _update(model, adamw, schedule, batch, train, step):
+    """One update of step `step` (1-based): (loss, gradient norm before clipping)."""
+    import torch
+
+    beta_2 = adamw.param_groups[0]["betas"][1]
+    for group in adamw.param_groups:  # Keras's epsilon convention (module docstring)
+        group["eps"] = train.adam_epsilon / math.sqrt(1.0 - beta_2 ** step)
+    out = model(**{key: torch.from_numpy(value) for key, value in batch.items()})
+    adamw.zero_grad()
+    out.loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), train.clip_norm or math.inf)
+    adamw.step()
+    schedule.step()
+    return float(out.loss.detach()), float(norm)
+
+
+# --- The "transformers" row of `zoo reproduce` (configs/reproduce/bert/imdb.yaml) ---
+#
+# The same experiment config as zoo's row, run by transformers and torch: zoo's starting
+# weights (the config's seed, then the task's model, as zoo.training.loop builds it) written
+# by `zoo.convert.to_huggingface`, zoo's batches (its pipeline, its masking), the recipe above
+# with dropout on; evaluated on the same batches (pretraining) or file (fine-tuning) as zoo.
+# A run directory holds config.yaml, metrics.json (zoo's keys), logs/ (TensorBoard, the
+# curves beside zoo's) and, for pretraining, model/ (save_pretrained: what the fine-tuning
+# rows start from, `model.init_checkpoint=RUN/model`). Not resumable: a killed run restarts.
+
+MODEL = "model"
+
+
+def _start(config, run_dir, hf_class, labels=None):
+    """(task, transformers model) from zoo's starting weights for `config`."""
+    import keras
+    import yaml
+
+    import tasks
+    from zoo import config as config_lib
+    from zoo import convert, files
+
+    if files.exists(run_dir):
+        files.rmtree(run_dir)  # an unfinished run: started again from the beginning
+    files.makedirs(run_dir)
+    files.write_text(os.path.join(run_dir, "config.yaml"),
+                     yaml.safe_dump(config_lib.to_dict(config), sort_keys=False))
+    keras.utils.set_random_seed(config.train.seed)
+    task = tasks.create(config.task, config)
+    model = task.build_model()
+    start = os.path.join(run_dir, "start")
+    convert.to_huggingface(model, start, labels=task.labels if labels else None)
+    keras.backend.clear_session()
+    hf = hf_class.from_pretrained(start)
+    files.rmtree(start)
+    return task, hf
+
+
+def _logger(run_dir):
+    import tensorflow as tf
+
+    writers = {name: tf.summary.create_file_writer(os.path.join(run_dir, "logs", name))
+               for name in ("train", "eval")}
+
+    def log(kind, step, values):
+        with writers[kind].as_default():
+            for key, value in values.items():
+                tf.summary.scalar(key, value, step=step)
+        writers[kind].flush()
+    return log
+
+
+def _save_metrics(run_dir, history):
+    from zoo import files
+
+    files.write_text(os.path.join(run_dir, "metrics.json"), json.dumps(history, indent=1) + "\n")
+
+
+def _train(config, run_dir, hf, batches, total, warmup, evaluate, progress):
+    """The update loop: logs loss and learning rate every train.log_every steps, evaluates
+    every `eval_every` steps and at the end; returns the evaluations (metrics.json)."""
+    import torch
+
+    torch.manual_seed(config.train.seed)  # dropout's stream: torch's, not zoo's
+    adamw, schedule = optimizer(hf, config.train, total, warmup)
+    log, history = _logger(run_dir), []
+    eval_every = min(config.train.eval_every or total, total)
+    log_every = config.train.log_every or 100
+    hf.train()
+    for step, batch in enumerate(batches, start=1):
+        rate = schedule.get_last_lr()[0]
+        loss, norm = _update(hf, adamw, schedule, batch, config.train, step)
+        if step % log_every == 0 or step == total:
+            log("train", step, {"loss": loss, "learning_rate": rate, "gradient_norm": norm})
+        if step % eval_every == 0 or step == total:
+            hf.eval()
+            with torch.no_grad():
+                metrics = evaluate(hf)
+            hf.train()
+            history.append({"step": step, **metrics})
+            log("eval", step, metrics)
+            progress(f"step {step}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
+        if step == total:
+            break
+    return history
+
+
+def pretrain(config, run_dir, progress=print):
+    """BertForPreTraining on zoo's masked batches for `train.steps` (a `bert/pretrain`
+    config with one sequence length); writes RUN/model, RUN/vocabulary, metrics.json."""
+    import numpy as np
+    import torch
+    import transformers
+
+    from zoo import files
+
+    if config.data.phases and len(config.data.phases) > 1:
+        raise ValueError("the transformers pretraining takes one sequence length: "
+                         "data.phases=[] and data.sequence_length")
+    task, hf = _start(config, run_dir, transformers.BertForPreTraining)
+    eval_batches = [pretraining_batch(*b) for b in task.eval_dataset().as_numpy_iterator()]
+
+    def evaluate(model):  # zoo's keys: accuracy over the predictions, the loss a batch's mean
+        correct = total = nsp_correct = nsp_total = 0
+        losses, nsp_losses = [], []
+        for batch in eval_batches:
+            labels = torch.from_numpy(batch["labels"])
+            out = model(**{k: torch.from_numpy(v) for k, v in batch.items()
+                           if k not in ("labels", "next_sentence_label")})
+            chosen = labels != IGNORE
+            logits = out.prediction_logits[chosen]
+            losses.append(float(torch.nn.functional.cross_entropy(logits, labels[chosen])))
+            correct += int((logits.argmax(-1) == labels[chosen]).sum())
+            total += int(chosen.sum())
+            if "next_sentence_label" in batch:
+                nsp = torch.from_numpy(batch["next_sentence_label"])
+                nsp_losses.append(float(torch.nn.functional.cross_entropy(
+                    out.seq_relationship_logits, nsp)))
+                nsp_correct += int((out.seq_relationship_logits.argmax(-1) == nsp).sum())
+                nsp_total += len(nsp)
+        metrics = {"mlm_accuracy": correct / total, "mlm_loss": float(np.mean(losses))}
+        metrics["mlm_perplexity"] = math.exp(min(metrics["mlm_loss"], 50.0))
+        if nsp_total:
+            metrics.update(nsp_accuracy=nsp_correct / nsp_total,
+                           nsp_loss=float(np.mean(nsp_losses)))
+        return metrics
+
+    total = config.train.steps
+    if not total:
+        raise ValueError("the transformers pretraining needs train.steps")
+    warmup = config.train.warmup_steps or 0
+    batches = (pretraining_batch(*b) for b in
+               task.dataset("train", repeat=True).take(total).as_numpy_iterator())
+    history = _train(config, run_dir, hf, batches, total, warmup, evaluate, progress)
+    files.copytree(config.model.vocabulary, os.path.join(run_dir, "vocabulary"))
+    with files.atomic_path(os.path.join(run_dir, MODEL)) as tmp:
+        hf.save_pretrained(tmp)
+    _save_metrics(run_dir, history)  # last: marks the run finished
+    return history
+
+
+def finetune(config, run_dir, progress=print):
+    """BertForSequenceClassification on zoo's batches of a text classification config (its
+    `model.init_checkpoint` a transformers pretraining's RUN/model, or none); scored on the
+    dev file with zoo.metrics.text_classification; writes metrics.json."""
+    import torch
+    import transformers
+
+    from zoo.metrics import text_classification as metrics_lib
+    from zoo.training.loop import Schedule
+
+    task, hf = _start(config, run_dir, transformers.BertForSequenceClassification, labels=True)
+    if task.kind != "single":
+        raise ValueError("the transformers fine-tuning takes single-label classification")
+    schedule = Schedule(config.train, task.steps_per_epoch())
+    gold = task.examples("dev")["label"]
+
+    def evaluate(model):
+        logits = [model(**{k: torch.from_numpy(v) for k, v in _encoder_inputs(x).items()}
+                        ).logits.numpy()
+                  for x, *_ in task.dataset("dev").as_numpy_iterator()]
+        predicted = [task.labels[i] for b in logits for i in b.argmax(-1)]
+        return metrics_lib.compute("single", gold, predicted, task.labels)
+
+    batches = (classification_batch(x, y["logits"]) for x, y, _ in
+               task.dataset("train", repeat=True).take(schedule.total).as_numpy_iterator())
+    history = _train(config, run_dir, hf, batches, schedule.total, schedule.warmup, evaluate,
+                     progress)
+    _save_metrics(run_dir, history)  # last: marks the run finished
+    return history
+
+
+def main(argv=None):
+    """`python -m tasks.transformers_recipe pretrain|finetune --experiment E --set k=v --out
+    DIR`: the commands of a reproduction's transformers row (RUN/commands.sh)."""
+    import argparse
+
+    from zoo import config as config_lib
+
+    parser = argparse.ArgumentParser(prog="python -m tasks.transformers_recipe",
+                                     description=main.__doc__)
+    parser.add_argument("kind", choices=("pretrain", "finetune"))
+    parser.add_argument("--experiment", required=True)
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    config = config_lib.resolve(args.experiment, args.overrides)
+    (pretrain if args.kind == "pretrain" else finetune)(config, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

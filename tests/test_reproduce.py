@@ -65,13 +65,20 @@ def test_every_table_parses_and_names_existing_experiments_and_keys():
      "updates, not a multiple of its train.eval_every 5000"),
     ({"rows": {"full": {"updates": 400000}}}, "scale sample: a row reads pretraining lm after "
      "400000 updates, but it takes 2400"),
+    ({"rows": {"full": {"library": "flax"}}}, "rows.full.library: one of transformers"),
+    ({"rows": {"no_pretraining": {"baseline": "svm"}}},
+     "rows.no_pretraining.baseline: one of bag_of_words, in a row without a pretraining"),
+    ({"corpus": {"strip_html": True}}, "corpus.from: missing"),
 ])
 def test_a_bad_table_is_an_error_naming_the_file_and_key(tmp_path, change, message):
     table = yaml.safe_load(open(reproduce.table_path("gpt1/table5"), encoding="utf-8"))
     for key, value in change.items():
         if isinstance(value, dict):
             for name, entry in value.items():
-                table[key].setdefault(name, {}).update(entry)
+                if isinstance(entry, dict):
+                    table.setdefault(key, {}).setdefault(name, {}).update(entry)
+                else:
+                    table.setdefault(key, {})[name] = entry
         else:
             table[key] = value
     path = tmp_path / "bad.yaml"
@@ -389,12 +396,13 @@ def _review_folders(root, sample_data):
             "<br /><br />".join(document.split("\n")), encoding="utf-8")
 
 
-def test_the_imdb_table_runs_from_the_review_folders_with_a_bag_of_words_row(
+def test_the_imdb_table_runs_from_review_folders_beside_bag_of_words_and_transformers(
         sample_data, tmp_path, capsys):
     """bert/imdb end to end on review folders shaped like aclImdb (tiny model, a few steps):
     the corpus comes from train/ only (never test/), one sentence a line; the pretrained
     row starts from the table's pretraining, the scratch row from nothing; the bag-of-words
-    row scores the same test files; table.md shows all three beside "reported elsewhere"."""
+    row scores the same test files; the transformers row trains the same pretraining and
+    cell in torch after zoo's steps; table.md shows all four beside "reported elsewhere"."""
     root = tmp_path / "aclImdb"
     _review_folders(root, sample_data)
     run = tmp_path / "run"
@@ -402,9 +410,20 @@ def test_the_imdb_table_runs_from_the_review_folders_with_a_bag_of_words_row(
             "model.backbone.num_heads=2", "model.backbone.intermediate_dim=64",
             "data.sequence_length=32", "train.batch_size=16", "train.steps=6",
             "train.eval_every=6", "train.warmup_steps=2"]
-    assert cli(["reproduce", "bert/imdb", "--scale", "cpu", "--seeds", "1", "--data-root",
-                str(root), "--run-dir", str(run)] + [a for s in tiny for a in ("--set", s)]) == 0
+    command = ["reproduce", "bert/imdb", "--scale", "cpu", "--seeds", "1", "--data-root",
+               str(root), "--run-dir", str(run)] + [a for s in tiny for a in ("--set", s)]
+    # --rows: those rows' steps only (the data steps first); the table shows the rest as "-".
+    assert cli(command + ["--rows", "scratch"]) == 0
+    first = capsys.readouterr().out
+    assert re.findall(r"^\[\d+/9\] (.+)$", first, re.M) == [
+        "corpus", "vocabulary", "shards", "scratch / imdb / seed 0"], first
+    assert not (run / "pretraining").exists()
+    assert re.search(r"^\| zoo, pretrained on train \+ unsup \| 88\.9 \| - \|", first, re.M)
+    assert cli(command + ["--rows", "absent"]) == 1
+    assert "--rows: no row 'absent' at scale cpu" in capsys.readouterr().err
+    assert cli(command) == 0
     out = capsys.readouterr().out
+    assert "[6/9] scratch" not in out and "[4/9] pretraining base" in out
     corpus = (run / "data" / "corpus" / "corpus.txt").read_text(encoding="utf-8")
     assert "test hall" not in corpus and "<br" not in corpus
     assert "Grace Hansen plays the drums.\nGrace Hansen has a parrot called Mango.\n" in corpus
@@ -427,4 +446,17 @@ def test_the_imdb_table_runs_from_the_review_folders_with_a_bag_of_words_row(
     commands = (run / "commands.sh").read_text(encoding="utf-8")
     assert f"zoo data corpus --from {root / 'train'} --out" in commands and "--strip-html" in commands
     assert "python -m tasks.baselines bag_of_words --experiment bert/text_classification" in commands
-    assert "[1/7] corpus" in out
+    # The transformers row: zoo's pretraining's settings, trained by transformers after all of
+    # zoo's steps; its cell starts from the model it saved and is scored on the same file.
+    library = run / "transformers" / "pretraining" / "base"
+    assert yaml.safe_load((library / "config.yaml").read_text()) == yaml.safe_load(
+        (run / "pretraining" / "base" / "config.yaml").read_text())
+    assert (library / "model" / "model.safetensors").exists()
+    cell = yaml.safe_load((run / "cells" / "transformers" / "imdb" / "seed_0" /
+                           "config.yaml").read_text(encoding="utf-8"))
+    assert cell["model"]["init_checkpoint"] == str(library / "model")
+    assert {**cell, "model": None} == {**scratch, "model": None}  # the same recipe and files
+    assert cells["transformers", "imdb"]["seeds"] == "1"
+    assert cells["transformers", "mlm"]["seeds"] == "1"
+    assert re.search(r"^\| transformers, the same recipe \| - \| [\d.]+ \|", text, re.M), text
+    assert out.index("pretraining base (transformers)") > out.index("pretrained / imdb")

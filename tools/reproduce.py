@@ -40,6 +40,9 @@ def register(subparsers):
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE", help="override a config key in every run, e.g. "
                         "model.vocabulary=/path/to/vocab (repeatable)")
+    parser.add_argument("--rows", nargs="+", default=None, metavar="ROW",
+                        help="run only these rows (and what they start from); the table "
+                             "shows the other rows' finished cells")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the plan (cells, steps, estimated accelerator hours) "
                              "without training")
@@ -72,7 +75,7 @@ def run(args):
                                     args.seeds, args.overrides))
             return 0
         reproduce.reproduce(table, args.scale, args.data_root, args.run_dir, args.seeds,
-                            args.overrides, args.overwrite)
+                            args.overrides, args.overwrite, rows=args.rows)
     except (reproduce.TableError, training.TrainingError) as error:
         print(f"zoo reproduce: error: {error}", file=sys.stderr)
         return 1

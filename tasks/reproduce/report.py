@@ -50,8 +50,8 @@ def write_outputs(table, scale, seeds, record, steps, cells, run_dir):
     size = _vocabulary_size(table, scale, vocabulary)
     parameters = {}
     for step in steps:
-        if step["kind"] in ("finetuning", "zero_shot") and step["row"] not in parameters:
-            # (a baseline row has no backbone: 0)
+        if (step["kind"] in ("finetuning", "zero_shot", "library_finetuning")
+                and step["row"] not in parameters):  # (a baseline row has no backbone: 0)
             parameters[step["row"]] = backbone_parameters(step["experiment"], step["overrides"],
                                                           size)
     timings = read_json(os.path.join(run_dir, "timings.json"), {})
@@ -162,11 +162,13 @@ def dry_run(table, scale, data_root, run_dir, seeds=None, overrides=()):
     counted = {}
     zero_shot = sum(s["kind"] == "zero_shot" for s in steps)
     lines = [f"{_name(table)} --scale {scale}: {len(steps)} steps "
-             f"({sum(s['kind'] == 'finetuning' for s in steps)} fine-tuning runs"
+             f"({sum(s['kind'] in ('finetuning', 'library_finetuning') for s in steps)} "
+             "fine-tuning runs"
              + (f", {zero_shot} zero-shot evaluations" if zero_shot else "") + ")"]
     total = 0.0
     for step in steps:
-        if step["kind"] not in ("pretraining", "finetuning"):
+        if step["kind"] not in ("pretraining", "finetuning", "library_pretraining",
+                                "library_finetuning"):
             lines.append(f"  {step['name']}: {command(step)}")
             continue
         config = config_lib.resolve(step["experiment"], step["overrides"])

@@ -10,7 +10,8 @@ import yaml
 from tasks import baselines, runs
 from tasks.reproduce.report import read_json, write_outputs
 from tasks import zero_shot
-from tasks.reproduce.tables import TableError, command, plan, scale_columns, scale_rows
+from tasks.reproduce.tables import (TRAINED, TableError, command, plan, scale_columns,
+                                    scale_rows)
 from zoo import config as config_lib
 from zoo import files, training
 from zoo.data.corpus import default_workers, write_corpus
@@ -20,16 +21,19 @@ from zoo.tokenizers import train_vocabulary
 
 
 def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwrite=False,
-              progress=print):
+              progress=print, rows=None):
     """Run every step of `plan` not yet finished, then write RUN/table.md and RUN/table.csv.
 
     RUN/reproduce.json records the table, scale, seeds, data root and overrides: a run
     directory holding another reproduction is refused (`overwrite=True` replaces it).
+    `rows` (names of the scale's rows) runs only their steps and those they start from; the
+    table shows the others' finished cells, "-" for the rest.
 
     Returns:
         The table's cells: [{row, column, paper, values, mean, std, ...}] (see `results`).
     """
     steps = plan(table, scale, data_root, run_dir, seeds, overrides)
+    wanted = _wanted(table, scale, steps, rows)
     seeds = seeds or table["scales"][scale].get("seeds", 1)
     record = {"table": table["path"], "scale": scale, "seeds": seeds,
               "data_root": files.absolute(data_root), "overrides": list(overrides)}
@@ -56,6 +60,8 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
         if _finished(step):
             _check_same_settings(step)
             continue
+        if step["name"] not in wanted:
+            continue
         progress(f"[{number}/{len(steps)}] {step['name']}")
         start = time.perf_counter()
         if step["kind"] == "corpus":
@@ -79,6 +85,18 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
         elif step["kind"] == "zero_shot":
             _zero_shot(step)
             _check_columns(table, scale, step)
+        elif step["kind"] in ("library_pretraining", "library_finetuning"):
+            import keras
+
+            # lazy: torch and transformers, test extras, only for a `library:` row
+            from tasks import transformers_recipe
+
+            train = (transformers_recipe.pretrain if step["kind"] == "library_pretraining"
+                     else transformers_recipe.finetune)
+            train(config_lib.resolve(step["experiment"], step["overrides"]), step["run_dir"],
+                  progress)
+            keras.backend.clear_session()
+            _check_columns(table, scale, step)
         else:
             import keras
 
@@ -91,6 +109,24 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
     cells = results(table, scale, steps, timings)
     write_outputs(table, scale, seeds, record, steps, cells, run_dir)
     return cells
+
+
+def _wanted(table, scale, steps, rows):
+    """The names of the steps `rows` needs: their cells, the pretraining they start from,
+    and the data steps (all steps when `rows` is None)."""
+    if rows is None:
+        return {step["name"] for step in steps}
+    known = scale_rows(table, scale)
+    unknown = [row for row in rows if row not in known]
+    if unknown:
+        raise TableError(f"--rows: no row {unknown[0]!r} at scale {scale} (its rows: "
+                         f"{', '.join(known)})")
+    starts = {f"pretraining {known[row]['pretraining']}"
+              + (f" ({known[row]['library']})" if "library" in known[row] else "")
+              for row in rows if known[row].get("pretraining")}
+    return {step["name"] for step in steps
+            if step["kind"] in ("corpus", "vocabulary", "shards") or step["name"] in starts
+            or step.get("row") in rows}
 
 
 def _zero_shot(step):
@@ -126,6 +162,10 @@ def _zero_shot(step):
                json.dumps([{"step": updates, **numbers}], indent=1) + "\n")
 
 
+# The steps that fill a cell of the table.
+CELLS = ("finetuning", "zero_shot", "baseline", "library_finetuning")
+
+
 def _finished(step):
     if step["kind"] == "corpus":
         return files.isfile(os.path.join(step["run_dir"], "corpus.txt"))
@@ -134,7 +174,9 @@ def _finished(step):
     if step["kind"] == "shards":
         return all(files.isfile(os.path.join(step["run_dir"], f"seq{length}", "pretraining.json"))
                    for length in step["lengths"])
-    if step["kind"] in ("zero_shot", "baseline"):
+    if step["kind"] in ("zero_shot", "baseline", "library_finetuning"):
+        return files.isfile(os.path.join(step["run_dir"], "metrics.json"))
+    if step["kind"] == "library_pretraining":  # metrics.json is written after the model
         return files.isfile(os.path.join(step["run_dir"], "metrics.json"))
     return files.isfile(os.path.join(step["run_dir"], "final.keras"))
 
@@ -142,7 +184,7 @@ def _finished(step):
 def _check_same_settings(step):
     """A finished cell was trained with the settings the plan gives it now; else (the table
     YAML or --set changed since) its numbers would be reported for settings it never had."""
-    if step["kind"] not in ("pretraining", "finetuning"):
+    if step["kind"] not in TRAINED:
         return
     config = config_lib.resolve(step["experiment"], step["overrides"])
     with files.open(os.path.join(step["run_dir"], "config.yaml"), encoding="utf-8") as file:
@@ -192,9 +234,9 @@ def _metric_value(run_dir, spec):
 def _check_columns(table, scale, step):
     """Right after a step trains, the numbers its columns read from it: a wrong metric name
     or scale stops the reproduction at its first cell, not after the last."""
-    if step["kind"] in ("finetuning", "zero_shot", "baseline"):
+    if step["kind"] in CELLS:
         _metric_value(step["run_dir"], table["columns"][step["column"]])
-    elif step["kind"] == "pretraining":
+    elif step["kind"] in ("pretraining", "library_pretraining"):
         for column in scale_columns(table, scale):
             if table["columns"][column]["source"] == "pretraining":
                 _metric_value(step["run_dir"], table["columns"][column])
@@ -206,9 +248,10 @@ def results(table, scale, steps, timings=None):
     the effect against the reference row in both, and whether they point the same way."""
     timings = timings or {}
     by_cell = {}
-    pretraining = {s["name"]: s for s in steps if s["kind"] == "pretraining"}
+    pretraining = {s["name"]: s for s in steps
+                   if s["kind"] in ("pretraining", "library_pretraining")}
     for step in steps:
-        if step["kind"] in ("finetuning", "zero_shot", "baseline") and _finished(step):
+        if step["kind"] in CELLS and _finished(step):
             by_cell.setdefault((step["row"], step["column"]), []).append(step)
     columns = scale_columns(table, scale)
     cells = []
@@ -216,7 +259,8 @@ def results(table, scale, steps, timings=None):
         for column in columns:
             spec = table["columns"][column]
             if spec["source"] == "pretraining":
-                pre = pretraining.get(f"pretraining {row.get('pretraining')}")
+                library = f" ({row['library']})" if "library" in row else ""
+                pre = pretraining.get(f"pretraining {row.get('pretraining')}{library}")
                 done = [pre] if pre is not None and _finished(pre) else []
             else:
                 done = by_cell.get((row_name, column), [])

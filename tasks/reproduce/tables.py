@@ -24,10 +24,14 @@ _TOP = {"title", "source", "reference", "vocabulary", "pretraining", "columns", 
         "scales", "note", "corpus", "paper_title"}
 _CORPUS = {"from", "strip_html", "text_column"}
 BASELINES = ("bag_of_words",)
+LIBRARIES = ("transformers",)  # tasks.transformers_recipe: zoo's recipe in the library
+# The steps that train from an experiment config (config.yaml in their run directory).
+TRAINED = ("pretraining", "finetuning", "library_pretraining", "library_finetuning")
 _PRETRAINING = {"experiment", "set", "shards", "train_examples"}
 _COLUMN = {"title", "experiment", "metric", "percent", "train_examples", "source", "set",
            "task"}
-_ROW = {"title", "pretraining", "set", "paper", "experiments", "updates", "baseline"}
+_ROW = {"title", "pretraining", "set", "paper", "experiments", "updates", "baseline",
+        "library"}
 SOURCES = ("finetuning", "pretraining", "zero_shot")
 _SCALE = {"description", "seeds", "rows", "columns", "set", "pretraining_set", "finetuning_set",
           "vocabulary_size", "pretraining_overrides", "row_overrides", "column_overrides",
@@ -105,6 +109,10 @@ def load_table(name):
         if row.get("pretraining") is not None and row["pretraining"] not in table["pretraining"]:
             raise TableError(f"{path}: rows.{name_}.pretraining: {row['pretraining']!r} is not "
                              f"in pretraining ({', '.join(table['pretraining'])})")
+        if "library" in row and (row["library"] not in LIBRARIES or "updates" in row
+                                 or "baseline" in row or row["experiments"]):
+            raise TableError(f"{path}: rows.{name_}.library: one of {', '.join(LIBRARIES)}, "
+                             "in a row without updates, baseline or experiments")
         if "baseline" in row and (row["baseline"] not in BASELINES or row.get("pretraining")):
             raise TableError(f"{path}: rows.{name_}.baseline: one of {', '.join(BASELINES)}, "
                              "in a row without a pretraining")
@@ -147,7 +155,7 @@ def load_table(name):
         step = {"name": "plan"}
         try:
             for step in plan(table, scale, "DATA", "RUN", seeds=1, vocabulary="VOCAB"):
-                if step["kind"] in ("pretraining", "finetuning"):
+                if step["kind"] in TRAINED:
                     config_lib.resolve(step["experiment"], step["overrides"])
         except config_lib.ConfigError as error:
             raise TableError(f"{path}: scale {scale}, {step['name']}: {error}") from None
@@ -178,8 +186,9 @@ def _task_dir(data_root, experiment):
 def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=None):
     """The steps of a reproduction, in order: [{kind, name, experiment, overrides, run_dir}].
 
-    kind is "corpus", "vocabulary", "shards", "pretraining", "finetuning", "baseline" or
-    "zero_shot"; a fine-tuning
+    kind is "corpus", "vocabulary", "shards", "pretraining", "finetuning", "baseline",
+    "zero_shot", "library_pretraining" or "library_finetuning" (a `library:` row's steps,
+    after all of zoo's); a fine-tuning
     step also has row, column and seed, a zero-shot step row, column, task, checkpoint and
     data. A row with `updates: N` starts from its pretraining's model after N updates (kept by
     `train.keep_checkpoints`, which its pretraining then sets). `vocabulary` is the vocabulary
@@ -216,7 +225,7 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
                              if row.get("pretraining") == name and "updates" in row})
                for name in used}
     shards = os.path.join(run_dir, "data", "shards")
-    pretraining, lengths = [], []
+    pretraining, lengths, library = [], [], []
     for name in used:
         pre = table["pretraining"][name]
         keep = ["train.keep_checkpoints=true"] if updates[name] else []
@@ -230,11 +239,19 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
             lengths += [p.sequence_length for p in config.data.phases] or [
                 config.data.sequence_length]
             data = shards
-        pretraining.append({"kind": "pretraining", "name": f"pretraining {name}",
-                            "experiment": pre["experiment"],
-                            "run_dir": os.path.join(run_dir, "pretraining", name),
-                            "overrides": [f"data.dir={data}"] + pre_overrides,
-                            "train_examples": pre.get("train_examples")})
+        step = {"kind": "pretraining", "name": f"pretraining {name}",
+                "experiment": pre["experiment"],
+                "run_dir": os.path.join(run_dir, "pretraining", name),
+                "overrides": [f"data.dir={data}"] + pre_overrides,
+                "train_examples": pre.get("train_examples")}
+        if any(r.get("pretraining") == name and "library" not in r for r in rows.values()):
+            pretraining.append(step)
+        if any(r.get("pretraining") == name and "library" in r for r in rows.values()):
+            # The same experiment and settings, trained by the library: after zoo's steps.
+            library.append(dict(step, kind="library_pretraining", library="transformers",
+                                name=f"pretraining {name} (transformers)",
+                                run_dir=os.path.join(run_dir, "transformers", "pretraining",
+                                                     name)))
     if lengths:
         steps.append({"kind": "shards", "name": "shards", "run_dir": shards, "corpus": corpus,
                       "vocabulary": vocabulary, "lengths": sorted(set(lengths)),
@@ -245,6 +262,9 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
         init, start = [], None
         if pre is not None:
             start = os.path.join(run_dir, "pretraining", row["pretraining"])
+            if "library" in row:  # the library's pretraining, as the library saved it
+                start = os.path.join(run_dir, "transformers", "pretraining", row["pretraining"],
+                                     "model")
             if "updates" in row:
                 start = checkpoint_path(start, row["updates"])
             init = [f"model.init_checkpoint={start}"]
@@ -284,13 +304,18 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
                 continue
             for i in range(seeds):
                 seed = config_lib.resolve(experiment, base).train.seed + i
-                steps.append({
+                step = {
                     "kind": "finetuning", "name": f"{row_name} / {column} / seed {seed}",
                     "row": row_name, "column": column, "seed": seed,
                     "experiment": experiment, "run_dir": os.path.join(cell, f"seed_{seed}"),
                     "overrides": data + base + [f"train.seed={seed}"],
-                    "train_examples": spec.get("train_examples")})
-    return steps
+                    "train_examples": spec.get("train_examples")}
+                if "library" in row:
+                    library.append(dict(step, kind="library_finetuning",
+                                        library=row["library"]))
+                else:
+                    steps.append(step)
+    return steps + library
 
 
 def _expand(overrides, data_root):
@@ -345,6 +370,11 @@ def command(step):
     if step["kind"] == "baseline":
         sets = " ".join(f"--set {shell_quote(o)}" for o in step["overrides"])
         return (f"python -m tasks.baselines {step['baseline']} --experiment "
+                f"{step['experiment']} {sets} --out {step['run_dir']}")
+    if step["kind"] in ("library_pretraining", "library_finetuning"):
+        sets = " ".join(f"--set {shell_quote(o)}" for o in step["overrides"])
+        kind = "pretrain" if step["kind"] == "library_pretraining" else "finetune"
+        return (f"python -m tasks.transformers_recipe {kind} --experiment "
                 f"{step['experiment']} {sets} --out {step['run_dir']}")
     if step["kind"] == "vocabulary":
         return (f"zoo data vocab --kind {step['vocabulary_kind']} --size {step['size']} "
