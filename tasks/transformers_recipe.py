@@ -125,8 +125,9 @@ def _update(model, adamw, schedule, batch, train, step):
 MODEL = "model"
 
 
-def _start(config, run_dir, hf_class, labels=None):
-    """(task, transformers model) from zoo's starting weights for `config`."""
+def _start(config, run_dir, hf_class, labels=None, overwrite=False):
+    """(task, transformers model) from zoo's starting weights for `config`; an unfinished
+    `run_dir` is started again, a finished one (metrics.json) only with `overwrite`."""
     import keras
     import yaml
 
@@ -134,6 +135,8 @@ def _start(config, run_dir, hf_class, labels=None):
     from zoo import config as config_lib
     from zoo import convert, files
 
+    if files.isfile(os.path.join(run_dir, "metrics.json")) and not overwrite:
+        raise ValueError(f"{run_dir}: a finished run; use --overwrite to train it again")
     if files.exists(run_dir):
         files.rmtree(run_dir)  # an unfinished run: started again from the beginning
     files.makedirs(run_dir)
@@ -199,7 +202,7 @@ def _train(config, run_dir, hf, batches, total, warmup, evaluate, progress):
     return history
 
 
-def pretrain(config, run_dir, progress=print):
+def pretrain(config, run_dir, progress=print, overwrite=False):
     """BertForPreTraining on zoo's masked batches for `train.steps` (a `bert/pretrain`
     config with one sequence length); writes RUN/model, RUN/vocabulary, metrics.json."""
     import numpy as np
@@ -211,7 +214,7 @@ def pretrain(config, run_dir, progress=print):
     if config.data.phases and len(config.data.phases) > 1:
         raise ValueError("the transformers pretraining takes one sequence length: "
                          "data.phases=[] and data.sequence_length")
-    task, hf = _start(config, run_dir, transformers.BertForPreTraining)
+    task, hf = _start(config, run_dir, transformers.BertForPreTraining, overwrite=overwrite)
     eval_batches = [pretraining_batch(*b) for b in task.eval_dataset().as_numpy_iterator()]
 
     def evaluate(model):  # zoo's keys: accuracy over the predictions, the loss a batch's mean
@@ -253,7 +256,7 @@ def pretrain(config, run_dir, progress=print):
     return history
 
 
-def finetune(config, run_dir, progress=print):
+def finetune(config, run_dir, progress=print, overwrite=False):
     """BertForSequenceClassification on zoo's batches of a text classification config (its
     `model.init_checkpoint` a transformers pretraining's RUN/model, or none); scored on the
     dev file with zoo.metrics.text_classification; writes metrics.json."""
@@ -263,7 +266,8 @@ def finetune(config, run_dir, progress=print):
     from zoo.metrics import text_classification as metrics_lib
     from zoo.training.loop import Schedule
 
-    task, hf = _start(config, run_dir, transformers.BertForSequenceClassification, labels=True)
+    task, hf = _start(config, run_dir, transformers.BertForSequenceClassification, labels=True,
+                      overwrite=overwrite)
     if task.kind != "single":
         raise ValueError("the transformers fine-tuning takes single-label classification")
     schedule = Schedule(config.train, task.steps_per_epoch())
@@ -297,9 +301,15 @@ def main(argv=None):
     parser.add_argument("--experiment", required=True)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--out", required=True)
+    parser.add_argument("--overwrite", action="store_true", help="train a finished run again")
     args = parser.parse_args(argv)
     config = config_lib.resolve(args.experiment, args.overrides)
-    (pretrain if args.kind == "pretrain" else finetune)(config, args.out)
+    try:
+        (pretrain if args.kind == "pretrain" else finetune)(config, args.out,
+                                                            overwrite=args.overwrite)
+    except (ValueError, OSError) as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -132,3 +132,13 @@ def test_fine_tuning_steps_equal_transformers_bert_for_sequence_classification(s
         task.config.train, STEPS, WARMUP)
     zoo_losses = _zoo_steps(model, batches)
     _compare(model, start, hf, tmp_path / "end", zoo_losses, hf_losses, hf_norms)
+
+
+def test_a_finished_transformers_run_is_kept_unless_overwrite(tmp_path, capsys):
+    """`python -m tasks.transformers_recipe` (the transformers row's commands) refuses to
+    train over a finished run (its metrics.json), naming it and --overwrite."""
+    (tmp_path / "metrics.json").write_text("[]", encoding="utf-8")
+    assert recipe.main(["finetune", "--experiment", "bert/text_classification", "--out",
+                        str(tmp_path)]) == 1
+    assert f"{tmp_path}: a finished run; use --overwrite" in capsys.readouterr().err
+    assert (tmp_path / "metrics.json").read_text(encoding="utf-8") == "[]"

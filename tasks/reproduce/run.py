@@ -69,7 +69,7 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
                                   text_column=step["text_column"],
                                   strip_html=step["strip_html"], workers=default_workers())
             progress(f"corpus: {counts['documents']} documents, {counts['sentences']} "
-                     f"sentences; " + "; ".join(counts["reports"]))
+                     "sentences; " + "; ".join(counts["reports"]))
         elif step["kind"] == "baseline":
             baselines.run(step["baseline"], config_lib.resolve(step["experiment"],
                                                                step["overrides"]),
@@ -86,10 +86,10 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
             _zero_shot(step)
             _check_columns(table, scale, step)
         elif step["kind"] in ("library_pretraining", "library_finetuning"):
+            # lazy: loads Keras (and the recipe torch and transformers, test extras)
             import keras
 
-            # lazy: torch and transformers, test extras, only for a `library:` row
-            from tasks import transformers_recipe
+            from tasks import transformers_recipe  # lazy: as above
 
             train = (transformers_recipe.pretrain if step["kind"] == "library_pretraining"
                      else transformers_recipe.finetune)
@@ -174,9 +174,7 @@ def _finished(step):
     if step["kind"] == "shards":
         return all(files.isfile(os.path.join(step["run_dir"], f"seq{length}", "pretraining.json"))
                    for length in step["lengths"])
-    if step["kind"] in ("zero_shot", "baseline", "library_finetuning"):
-        return files.isfile(os.path.join(step["run_dir"], "metrics.json"))
-    if step["kind"] == "library_pretraining":  # metrics.json is written after the model
+    if step["kind"] in CELLS + ("library_pretraining",):  # metrics.json: written last
         return files.isfile(os.path.join(step["run_dir"], "metrics.json"))
     return files.isfile(os.path.join(step["run_dir"], "final.keras"))
 

@@ -229,9 +229,8 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
     for name in used:
         pre = table["pretraining"][name]
         keep = ["train.keep_checkpoints=true"] if updates[name] else []
-        pre_overrides = (common + list(entry.get("pretraining_set", [])) + _pre_set(table, entry,
-                                                                                  name)
-                         + keep + user)
+        pre_overrides = _expand(common + list(entry.get("pretraining_set", []))
+                                + _pre_set(table, entry, name) + keep + user, data_root)
         _check_updates(table, scale, name, pre["experiment"], pre_overrides, updates[name])
         data = _task_dir(data_root, pre["experiment"])
         if pre.get("shards"):  # `zoo data pretrain` of the corpus, one folder for all
@@ -246,12 +245,12 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
                 "train_examples": pre.get("train_examples")}
         if any(r.get("pretraining") == name and "library" not in r for r in rows.values()):
             pretraining.append(step)
-        if any(r.get("pretraining") == name and "library" in r for r in rows.values()):
+        for kind in sorted({r["library"] for r in rows.values()
+                            if r.get("pretraining") == name and "library" in r}):
             # The same experiment and settings, trained by the library: after zoo's steps.
-            library.append(dict(step, kind="library_pretraining", library="transformers",
-                                name=f"pretraining {name} (transformers)",
-                                run_dir=os.path.join(run_dir, "transformers", "pretraining",
-                                                     name)))
+            library.append(dict(step, kind="library_pretraining", library=kind,
+                                name=f"pretraining {name} ({kind})",
+                                run_dir=os.path.join(run_dir, kind, "pretraining", name)))
     if lengths:
         steps.append({"kind": "shards", "name": "shards", "run_dir": shards, "corpus": corpus,
                       "vocabulary": vocabulary, "lengths": sorted(set(lengths)),
@@ -263,7 +262,7 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
         if pre is not None:
             start = os.path.join(run_dir, "pretraining", row["pretraining"])
             if "library" in row:  # the library's pretraining, as the library saved it
-                start = os.path.join(run_dir, "transformers", "pretraining", row["pretraining"],
+                start = os.path.join(run_dir, row["library"], "pretraining", row["pretraining"],
                                      "model")
             if "updates" in row:
                 start = checkpoint_path(start, row["updates"])
