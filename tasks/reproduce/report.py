@@ -138,9 +138,12 @@ def describe(name):
              "  columns: " + ", ".join(
                  f"{c} ({s.get('title', c)}: {_what(s)} {s['metric']})"
                  for c, s in columns.items()),
-             "  rows (paper's numbers):"]
+             "  rows (" + (f"numbers {table['paper_title']}" if "paper_title" in table
+                           else "paper's numbers") + "):"]
     for row_name, row in table["rows"].items():
-        start = row.get("pretraining") or "no pre-training"
+        start = (f"baseline {row['baseline']}" if "baseline" in row
+                 else row.get("pretraining") or "no pre-training")
+        start += f", trained by {row['library']}" if "library" in row else ""
         numbers = ", ".join(f"{columns[c].get('title', c)} {v}" for c, v in row["paper"].items())
         sets = f"; {' '.join(row['set'])}" if row["set"] else ""
         lines.append(f"    {row_name}: {row.get('title', row_name)} [{start}{sets}]: {numbers}")
