@@ -141,7 +141,8 @@ def export_and_predict(run_dir, base, requests_path):
 
 def run_table(args):
     import keras
-    from tqdm import tqdm
+
+    from zoo.progress import bar as progress_bar
 
     # lazy: loads TensorFlow; `zoo --help` imports this module
     import zoo
@@ -150,7 +151,7 @@ def run_table(args):
     rows = []
     print(f"keras {keras.__version__}, backend {keras.backend.backend()}; "
           f"batch {args.batch_size}, sequence length {args.sequence_length}")
-    for name in tqdm(names, desc="presets", unit="model"):
+    for name in progress_bar(names, desc="presets", unit="model"):
         start = time.perf_counter()
         model = zoo.models.create(name)
         built = time.perf_counter() - start

@@ -143,11 +143,11 @@ class Predictor:
 
 def predict_lines(predictor, requests, batch_size, write, total=None):
     """Feed (line, request) pairs through `predictor` in batches; `write` gets each result."""
-    from tqdm import tqdm
+    from zoo.progress import bar as progress_bar  # lazy: `zoo --help` imports this module
 
     batch, shapes, first = [], None, None
     count = 0
-    with tqdm(total=total, unit="line", desc="predict", disable=None, file=sys.stderr) as bar:
+    with progress_bar(total=total, unit="line", desc="predict", disable=None) as bar:
         def flush():
             nonlocal batch
             if batch:

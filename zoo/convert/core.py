@@ -19,6 +19,7 @@ import keras
 import numpy as np
 
 from zoo import files as files_lib
+from zoo.progress import bar as progress_bar
 from zoo.storage import storage_operation
 
 
@@ -229,10 +230,8 @@ def load_weights(model, ports, source, skipped=(), duplicates=(), progress=False
             raise ConversionError(f"{source.name}: {copy} should be tied to {original} "
                                   "but holds different values")
 
-    from tqdm import tqdm
-
-    for port, key in tqdm(list(zip(ports, resolved)), desc=f"loading {model.name}",
-                          unit="tensor", disable=not progress):
+    for port, key in progress_bar(list(zip(ports, resolved)), desc=f"loading {model.name}",
+                                  unit="tensor", disable=not progress):
         arrays = port.to_keras(source.get(key) if key is not None else None)
         for variable, array in zip(port.variables, arrays):
             variable.assign(np.asarray(array, keras.backend.standardize_dtype(variable.dtype)))
@@ -240,11 +239,10 @@ def load_weights(model, ports, source, skipped=(), duplicates=(), progress=False
 
 def export_weights(model, ports, progress=False):
     """The tensors of `model` under the names of its weight map: a dict of name -> array."""
-    from tqdm import tqdm
-
     check_coverage(model, ports)
     tensors = {}
-    for port in tqdm(ports, desc=f"writing {model.name}", unit="tensor", disable=not progress):
+    for port in progress_bar(ports, desc=f"writing {model.name}", unit="tensor",
+                             disable=not progress):
         arrays = [keras.ops.convert_to_numpy(v) for v in port.variables]
         if port.key is None and port.unused:
             continue

@@ -14,11 +14,11 @@ import html
 import multiprocessing
 import os
 import re
-import sys
 
 from zoo import files
 from zoo.data.readers.errors import Report
 from zoo.data.readers.tables import read_table
+from zoo.progress import bar as progress_bar
 
 _TAG = re.compile(r"<[^>]*>")
 _LINE_BREAK = re.compile(r"<\s*br\s*/?\s*>|<\s*/?\s*p\s*>", re.IGNORECASE)
@@ -70,16 +70,13 @@ def write_corpus(sources, out, text_column="text", strip_html=False, workers=1,
         strip_html: turn <br> and <p> into line breaks, drop other tags, unescape entities.
         workers: processes splitting sentences (pySBD is pure Python: ~160 reviews/s a core).
         skip_bad_rows: skip (and count) unreadable rows instead of stopping at the first.
-        progress: the file the progress bar goes to (default stderr; one line every 30 s when
-            it is not a terminal); False: none.
+        progress: the file the progress bar goes to (default stderr; `zoo.progress`: a line
+            every few seconds when it is not a terminal); False: none.
 
     Returns:
         {"documents", "sentences", "empty" (documents with no sentence, left out), "skipped"
         (rows the readers skipped), "reports" (their summaries)}.
     """
-    # lazy: only this command draws a bar
-    from tqdm import tqdm
-
     reports = [Report(path, skip_bad_rows=skip_bad_rows) for path in sources]
     counts_per_document = collections.deque()  # paragraphs of each document read so far
 
@@ -93,8 +90,6 @@ def write_corpus(sources, out, text_column="text", strip_html=False, workers=1,
                 yield from found
 
     counts = {"documents": 0, "sentences": 0, "empty": 0}
-    bar_file = sys.stderr if progress in (None, False) else progress
-    terminal = bar_file.isatty()
     segment = _new_segmenter().segment
     # The workers unpickle a pySBD segmenter's bound method: they import pySBD, not zoo (and
     # so not TensorFlow: no start-up lines, ~50 MB each instead of ~900 MB).
@@ -103,8 +98,8 @@ def write_corpus(sources, out, text_column="text", strip_html=False, workers=1,
         segmented = (pool.imap(segment, all_paragraphs(), chunksize=256) if pool
                      else map(segment, all_paragraphs()))
         with files.atomic_path(out) as tmp, files.open(tmp, "w", encoding="utf-8") as file, \
-                tqdm(desc="corpus", unit=" documents", disable=progress is False,
-                     file=bar_file, mininterval=0.5 if terminal else 30) as bar:
+                progress_bar(desc="corpus", unit=" documents", disable=progress is False,
+                             file=None if progress is False else progress) as bar:
 
             def document(sentences):
                 bar.update(1)

@@ -6,6 +6,7 @@ import os
 import tempfile
 
 from zoo import files
+from zoo.progress import bar as progress_bar
 from zoo.storage import storage_operation
 from zoo.tokenizers.basic import BasicTokenizer
 from zoo.tokenizers.loading import CONFIG_FILE, from_directory
@@ -92,10 +93,8 @@ def train_vocabulary(corpus_files, size, kind, out, lowercase=True):
 
 def _lines(corpus_files, description):
     """Lines of all files (without newlines), with a progress bar over bytes read."""
-    from tqdm import tqdm
-
     total = sum(files.getsize(path) for path in corpus_files)
-    with tqdm(total=total, unit="B", unit_scale=True, desc=description) as progress:
+    with progress_bar(total=total, unit="B", unit_scale=True, desc=description) as progress:
         for path in corpus_files:
             with storage_operation("reading the corpus", path), \
                     files.open(path, encoding="utf-8") as file:

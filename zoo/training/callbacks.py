@@ -7,12 +7,12 @@ import dataclasses
 import json
 import math
 import os
-import sys
 
 import keras
 
 from zoo import files
 from zoo.files import write_text
+from zoo.progress import bar as progress_bar
 from zoo.storage import storage_operation
 from zoo.training import backups
 from zoo.training.run_dir import checkpoint_path, read_metrics, save_model
@@ -41,11 +41,8 @@ class StepLogger(keras.callbacks.Callback):
         return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
 
     def on_train_begin(self, logs=None):
-        from tqdm import tqdm
-
         if self.bar is None:
-            self.bar = tqdm(total=self.schedule.total, desc="train", unit="step",
-                            dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 30)
+            self.bar = progress_bar(total=self.schedule.total, desc="train", unit="step")
         self.bar.n = self.step()
         self.bar.refresh()
 

@@ -14,6 +14,7 @@ import tensorflow as tf
 from zoo import files, tokenizers
 from zoo.data.pretraining.chunks import CHUNK_BYTES, Segment, iter_chunk_documents, plan_chunks
 from zoo.data.pretraining.runner import ShardJob, run_job
+from zoo.progress import bar as progress_bar
 
 # Documents per pool (`iter_pools`): a pool of Wikipedia articles is held as Python lists of
 # ids, many times the size of its text, so the pool size bounds a worker's memory
@@ -54,11 +55,9 @@ def iter_documents(corpus_files, tokenizer, batch_size=4096):
         tokenizer: callable mapping a batch of strings to a `tf.RaggedTensor` of ids.
         batch_size: lines tokenized per TF call.
     """
-    from tqdm import tqdm
-
     def progress(segment, lines):
-        return tqdm(lines, desc=f"tokenizing {os.path.basename(segment.path)}", unit=" lines",
-                    leave=False)
+        return progress_bar(lines, desc=f"tokenizing {os.path.basename(segment.path)}",
+                            unit=" lines", leave=False)
 
     return iter_chunk_documents([Segment(path, 0, None, 1) for path in corpus_files], tokenizer,
                                 batch_size, progress=progress)

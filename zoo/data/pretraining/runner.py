@@ -26,6 +26,7 @@ import json
 import os
 
 from zoo import files
+from zoo.progress import bar as progress_bar
 from zoo.storage import storage_operation
 
 METADATA = "pretraining.json"  # beside the shards of each output directory
@@ -130,8 +131,6 @@ def run_job(job, chunks, pipeline_args=None, progress=None):
 
 
 def _run_job(job, chunks, pipeline_args, progress):
-    from tqdm import tqdm
-
     files.makedirs(job.out)
     job.work = files.scratch_directory(job.out, f".{job.name}-")
     targets = [(directory, shard) for directory, names in job.directories().items()
@@ -142,8 +141,8 @@ def _run_job(job, chunks, pipeline_args, progress):
             files.makedirs(os.path.join(job.work, "parts", directory))
         files.makedirs(os.path.join(job.work, "counts"))
         if pipeline_args is None:
-            for chunk in tqdm(chunks, desc=job.name, unit=" chunks", leave=False,
-                              disable=len(chunks) < 2, file=progress):
+            for chunk in progress_bar(chunks, desc=job.name, unit=" chunks", leave=False,
+                                      disable=len(chunks) < 2, file=progress):
                 _run_chunk(job, chunk)
             for target in targets:
                 job.concatenate(target, len(chunks))
@@ -199,11 +198,9 @@ def _progress(job, total, file):
     """A progress bar of the chunks done, from the counts files the workers write."""
     import threading
 
-    from tqdm import tqdm
-
     done = threading.Event()
-    bar = tqdm(total=total, desc=job.name, unit=" chunks", leave=False, disable=total < 2,
-               file=file)
+    bar = progress_bar(total=total, desc=job.name, unit=" chunks", leave=False,
+                       disable=total < 2, file=file)
     counts = os.path.join(job.work, "counts")
 
     def poll():
