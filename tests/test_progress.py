@@ -42,7 +42,7 @@ def test_an_erased_bar_leaves_no_line_and_a_terminal_gets_tqdm_as_it_is():
 
 def test_a_command_with_stderr_in_a_file_writes_lines(tmp_path, capsys):
     """`zoo data vocab ... 2> log` (stderr not a terminal, as under capsys): its progress is a
-    few plain lines (the 98 MB IMDB corpus: 24 lines; docs/measurements.md)."""
+    few plain lines (the 98 MB IMDB corpus: 17 lines; docs/measurements.md)."""
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("".join(f"line {i} of the corpus, with words to count.\n"
                               for i in range(3000)), encoding="utf-8")
