@@ -269,7 +269,8 @@ def results(table, scale, steps, timings=None):
                 "paper": row["paper"].get(column), "values": values,
                 "mean": float(np.mean(values)) if values else None,
                 "std": float(np.std(values, ddof=1)) if len(values) > 1 else None,
-                "seconds": round(sum(timings.get(s["name"], 0.0) for s in done), 1)})
+                "seconds": round(sum(timings.get(s["name"], 0.0) for s in done), 1),
+                "steps": [s["name"] for s in done]})
     reference = {c["column"]: c for c in cells if c["row"] == table["reference"]}
     for cell in cells:
         ref = reference[cell["column"]]
