@@ -128,11 +128,9 @@ def run_corpus(args):
     workers = args.workers or default_workers()
     if workers < 1:
         raise ValueError(f"--workers must be >= 1, got {workers}")
-    # The worker processes import zoo, so TensorFlow, whose start-up lines are kept back.
-    with quiet_stderr_fd() as terminal:
-        counts = write_corpus(args.sources, args.out, text_column=args.text_column,
-                              strip_html=args.strip_html, workers=workers,
-                              skip_bad_rows=args.skip_bad_rows, progress=terminal)
+    counts = write_corpus(args.sources, args.out, text_column=args.text_column,
+                          strip_html=args.strip_html, workers=workers,
+                          skip_bad_rows=args.skip_bad_rows)
     for report in counts["reports"]:
         print(report)
     print(f"wrote {counts['documents']} documents, {counts['sentences']} sentences to "

@@ -91,8 +91,9 @@ def write_corpus(sources, out, text_column="text", strip_html=False, workers=1,
 
     counts = {"documents": 0, "sentences": 0, "empty": 0}
     segment = _new_segmenter().segment
-    # The workers unpickle a pySBD segmenter's bound method: they import pySBD, not zoo (and
-    # so not TensorFlow: no start-up lines, ~50 MB each instead of ~900 MB).
+    # The workers unpickle a pySBD segmenter's bound method: they import pySBD, not zoo, so
+    # not TensorFlow (no start-up lines on the terminal; workers that imported zoo held
+    # ~920 MB each).
     pool = multiprocessing.get_context("spawn").Pool(workers) if workers > 1 else None
     try:
         segmented = (pool.imap(segment, all_paragraphs(), chunksize=256) if pool
