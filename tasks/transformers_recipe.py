@@ -131,9 +131,10 @@ def _start(config, run_dir, hf_class, labels=None, overwrite=False):
     import keras
     import yaml
 
+    # lazy: zoo loads TensorFlow; the torch benchmark worker loads this module without it
     import tasks
-    from zoo import config as config_lib
-    from zoo import convert, files
+    from zoo import config as config_lib  # lazy: as above
+    from zoo import convert, files  # lazy: as above
 
     if files.isfile(os.path.join(run_dir, "metrics.json")) and not overwrite:
         raise ValueError(f"{run_dir}: a finished run; use --overwrite to train it again")
@@ -168,7 +169,7 @@ def _logger(run_dir):
 
 
 def _save_metrics(run_dir, history):
-    from zoo import files
+    from zoo import files  # lazy: as in _start
 
     files.write_text(os.path.join(run_dir, "metrics.json"), json.dumps(history, indent=1) + "\n")
 
@@ -209,7 +210,7 @@ def pretrain(config, run_dir, progress=print, overwrite=False):
     import torch
     import transformers
 
-    from zoo import files
+    from zoo import files  # lazy: as in _start
 
     if config.data.phases and len(config.data.phases) > 1:
         raise ValueError("the transformers pretraining takes one sequence length: "
@@ -263,8 +264,9 @@ def finetune(config, run_dir, progress=print, overwrite=False):
     import torch
     import transformers
 
+    # lazy: zoo loads TensorFlow; the torch benchmark worker loads this module without it
     from zoo.metrics import text_classification as metrics_lib
-    from zoo.training.loop import Schedule
+    from zoo.training.loop import Schedule  # lazy: as above
 
     task, hf = _start(config, run_dir, transformers.BertForSequenceClassification, labels=True,
                       overwrite=overwrite)
@@ -293,7 +295,7 @@ def main(argv=None):
     DIR`: the commands of a reproduction's transformers row (RUN/commands.sh)."""
     import argparse
 
-    from zoo import config as config_lib
+    from zoo import config as config_lib  # lazy: as in _start
 
     parser = argparse.ArgumentParser(prog="python -m tasks.transformers_recipe",
                                      description=main.__doc__)

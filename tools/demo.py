@@ -142,7 +142,7 @@ def export_and_predict(run_dir, base, requests_path):
 def run_table(args):
     import keras
 
-    from zoo.progress import bar as progress_bar
+    from zoo.progress import bar as progress_bar  # lazy: `zoo --help` imports this module
 
     # lazy: loads TensorFlow; `zoo --help` imports this module
     import zoo
