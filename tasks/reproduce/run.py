@@ -174,7 +174,8 @@ def _finished(step):
     if step["kind"] == "shards":
         return all(files.isfile(os.path.join(step["run_dir"], f"seq{length}", "pretraining.json"))
                    for length in step["lengths"])
-    if step["kind"] in CELLS + ("library_pretraining",):  # metrics.json: written last
+    if step["kind"] in ("zero_shot", "baseline", "library_pretraining", "library_finetuning"):
+        # Their metrics.json is written last; a zoo run's at every evaluation: final.keras.
         return files.isfile(os.path.join(step["run_dir"], "metrics.json"))
     return files.isfile(os.path.join(step["run_dir"], "final.keras"))
 
