@@ -120,14 +120,20 @@ def _update(model, adamw, schedule, batch, train, step):
 # with dropout on; evaluated on the same batches (pretraining) or file (fine-tuning) as zoo.
 # A run directory holds config.yaml, metrics.json (zoo's keys), logs/ (TensorBoard, the
 # curves beside zoo's) and, for pretraining, model/ (save_pretrained: what the fine-tuning
-# rows start from, `model.init_checkpoint=RUN/model`). Not resumable: a killed run restarts.
+# rows start from, `model.init_checkpoint=RUN/model`). A killed run resumes from its backup.pt
+# (written atomically every BACKUP_EVERY steps and at each evaluation: the weights, AdamW's
+# moments, the schedule, torch's random state, the evaluations so far; the batches already
+# trained on are skipped), so the resumed run trains what the uninterrupted one would.
 
 MODEL = "model"
+BACKUP = "backup.pt"
+BACKUP_EVERY = 500
 
 
 def _start(config, run_dir, hf_class, labels=None, overwrite=False):
-    """(task, transformers model) from zoo's starting weights for `config`; an unfinished
-    `run_dir` is started again, a finished one (metrics.json) only with `overwrite`."""
+    """(task, transformers model) from zoo's starting weights for `config`; a finished
+    `run_dir` (metrics.json) is trained again only with `overwrite`, an unfinished one with a
+    backup of the same config resumes (`_train`), one without a backup starts again."""
     import keras
     import yaml
 
@@ -138,11 +144,18 @@ def _start(config, run_dir, hf_class, labels=None, overwrite=False):
 
     if files.isfile(os.path.join(run_dir, "metrics.json")) and not overwrite:
         raise ValueError(f"{run_dir}: a finished run; use --overwrite to train it again")
-    if files.exists(run_dir):
-        files.rmtree(run_dir)  # an unfinished run: started again from the beginning
+    text = yaml.safe_dump(config_lib.to_dict(config), sort_keys=False)
+    saved = os.path.join(run_dir, "config.yaml")
+    if files.isfile(os.path.join(run_dir, BACKUP)) and not overwrite:
+        with files.open(saved) as file:
+            different = file.read() != text
+        if different:
+            raise ValueError(f"{run_dir}: an unfinished run of another config ({saved}); "
+                             "use --overwrite to start it again")
+    elif files.exists(run_dir):
+        files.rmtree(run_dir)  # nothing to resume from: started again from the beginning
     files.makedirs(run_dir)
-    files.write_text(os.path.join(run_dir, "config.yaml"),
-                     yaml.safe_dump(config_lib.to_dict(config), sort_keys=False))
+    files.write_text(saved, text)
     keras.utils.set_random_seed(config.train.seed)
     task = tasks.create(config.task, config)
     model = task.build_model()
@@ -176,21 +189,36 @@ def _save_metrics(run_dir, history):
 
 def _train(config, run_dir, hf, batches, total, warmup, evaluate, progress):
     """The update loop: logs loss and learning rate every train.log_every steps, evaluates
-    every `eval_every` steps and at the end; returns the evaluations (metrics.json)."""
+    every `eval_every` steps and at the end, backs up (BACKUP) every BACKUP_EVERY steps and at
+    each evaluation; `batches(skip)` gives the batches after the first `skip`. Resumes from
+    RUN/BACKUP when there is one; returns the evaluations (metrics.json)."""
     import torch
+
+    from zoo import files  # lazy: as in _start
 
     torch.manual_seed(config.train.seed)  # dropout's stream: torch's, not zoo's
     adamw, schedule = optimizer(hf, config.train, total, warmup)
-    log, history = _logger(run_dir), []
+    log, history, done = _logger(run_dir), [], 0
+    backup = os.path.join(run_dir, BACKUP)
+    if files.isfile(backup):
+        with files.open(backup, "rb") as file:
+            state = torch.load(file, weights_only=False)
+        hf.load_state_dict(state["model"])
+        adamw.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+        torch.set_rng_state(state["rng"])
+        history, done = state["history"], state["step"]
+        progress(f"{run_dir}: resuming after step {done} of {total} ({backup})")
     eval_every = min(config.train.eval_every or total, total)
     log_every = config.train.log_every or 100
     hf.train()
-    for step, batch in enumerate(batches, start=1):
+    for step, batch in enumerate(batches(done), start=done + 1):
         rate = schedule.get_last_lr()[0]
         loss, norm = _update(hf, adamw, schedule, batch, config.train, step)
         if step % log_every == 0 or step == total:
             log("train", step, {"loss": loss, "learning_rate": rate, "gradient_norm": norm})
-        if step % eval_every == 0 or step == total:
+        evaluated = step % eval_every == 0 or step == total
+        if evaluated:
             hf.eval()
             with torch.no_grad():
                 metrics = evaluate(hf)
@@ -200,6 +228,13 @@ def _train(config, run_dir, hf, batches, total, warmup, evaluate, progress):
             progress(f"step {step}: " + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
         if step == total:
             break
+        if evaluated or step % BACKUP_EVERY == 0:
+            with files.atomic_path(backup) as tmp:
+                with files.open(tmp, "wb") as file:
+                    torch.save({"step": step, "model": hf.state_dict(),
+                                "optimizer": adamw.state_dict(),
+                                "schedule": schedule.state_dict(),
+                                "rng": torch.get_rng_state(), "history": history}, file)
     return history
 
 
@@ -247,14 +282,24 @@ def pretrain(config, run_dir, progress=print, overwrite=False):
     if not total:
         raise ValueError("the transformers pretraining needs train.steps")
     warmup = config.train.warmup_steps or 0
-    batches = (pretraining_batch(*b) for b in
-               task.dataset("train", repeat=True).take(total).as_numpy_iterator())
+    def batches(skip):
+        return (pretraining_batch(*b) for b in task.dataset("train", repeat=True)
+                .take(total).skip(skip).as_numpy_iterator())
+
     history = _train(config, run_dir, hf, batches, total, warmup, evaluate, progress)
     files.copytree(config.model.vocabulary, os.path.join(run_dir, "vocabulary"))
     with files.atomic_path(os.path.join(run_dir, MODEL)) as tmp:
         hf.save_pretrained(tmp)
-    _save_metrics(run_dir, history)  # last: marks the run finished
+    _finish(run_dir, history)
     return history
+
+
+def _finish(run_dir, history):
+    from zoo import files  # lazy: as in _start
+
+    _save_metrics(run_dir, history)  # marks the run finished
+    if files.exists(os.path.join(run_dir, BACKUP)):
+        files.remove(os.path.join(run_dir, BACKUP))
 
 
 def finetune(config, run_dir, progress=print, overwrite=False):
@@ -282,11 +327,14 @@ def finetune(config, run_dir, progress=print, overwrite=False):
         predicted = [task.labels[i] for b in logits for i in b.argmax(-1)]
         return metrics_lib.compute("single", gold, predicted, task.labels)
 
-    batches = (classification_batch(x, y["logits"]) for x, y, _ in
-               task.dataset("train", repeat=True).take(schedule.total).as_numpy_iterator())
+    def batches(skip):
+        return (classification_batch(x, y["logits"]) for x, y, _ in
+                task.dataset("train", repeat=True).take(schedule.total).skip(skip)
+                .as_numpy_iterator())
+
     history = _train(config, run_dir, hf, batches, schedule.total, schedule.warmup, evaluate,
                      progress)
-    _save_metrics(run_dir, history)  # last: marks the run finished
+    _finish(run_dir, history)
     return history
 
 

@@ -142,3 +142,53 @@ def test_a_finished_transformers_run_is_kept_unless_overwrite(tmp_path, capsys):
                         str(tmp_path)]) == 1
     assert f"{tmp_path}: a finished run; use --overwrite" in capsys.readouterr().err
     assert (tmp_path / "metrics.json").read_text(encoding="utf-8") == "[]"
+
+
+def test_a_killed_transformers_pretraining_resumes_to_the_uninterrupted_result(
+        sample_data, shards, tmp_path, monkeypatch):
+    """The transformers row trains for an hour and more: a run killed after its last backup
+    resumes from RUN/backup.pt (weights, AdamW's moments, the schedule, torch's random state
+    with dropout on, the evaluations so far; the batches already seen skipped) and ends with
+    the weights and evaluations of the run that was never stopped."""
+    from safetensors.numpy import load_file
+
+    config = config_lib.resolve("bert/pretrain", [
+        "model.preset=bert_tiny", f"model.vocabulary={sample_data['wordpiece']}",
+        f"data.dir={shards}", "data.phases=[]", "data.sequence_length=32",
+        "train.batch_size=8", "train.steps=7", "train.warmup_steps=2", "train.eval_every=3",
+        "train.learning_rate=1e-3", "train.log_every=1"])
+    monkeypatch.setattr(recipe, "BACKUP_EVERY", 2)
+    whole = recipe.pretrain(config, str(tmp_path / "whole"), progress=lambda line: None)
+
+    update, lines = recipe._update, []
+
+    def killed_at_step_6(model, adamw, schedule, batch, train, step):
+        if step == 6:
+            raise KeyboardInterrupt  # as a kill: no handler of the recipe's runs
+        return update(model, adamw, schedule, batch, train, step)
+
+    monkeypatch.setattr(recipe, "_update", killed_at_step_6)
+    run = tmp_path / "killed"
+    with pytest.raises(KeyboardInterrupt):
+        recipe.pretrain(config, str(run), progress=lines.append)
+    assert not (run / "metrics.json").exists() and (run / "backup.pt").exists()
+    monkeypatch.setattr(recipe, "_update", update)
+    resumed = recipe.pretrain(config, str(run), progress=lines.append)
+    assert f"{run}: resuming after step 4 of 7 ({run / 'backup.pt'})" in lines
+    assert not (run / "backup.pt").exists()  # a finished run keeps its model, not the backup
+
+    assert [h["step"] for h in resumed] == [3, 6, 7] and resumed == whole
+    ours, theirs = (load_file(str(tmp_path / d / "model" / "model.safetensors"))
+                    for d in ("killed", "whole"))
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        np.testing.assert_array_equal(ours[name], theirs[name], err_msg=name)
+    # the kill was after step 5's update: the backup of step 4 is what was resumed, and the
+    # run's config is checked against the one it resumes
+    (run / "metrics.json").unlink()
+    (run / "backup.pt").write_bytes(b"")
+    other = config_lib.resolve("bert/pretrain", [
+        "model.preset=bert_tiny", f"model.vocabulary={sample_data['wordpiece']}",
+        f"data.dir={shards}", "data.phases=[]", "data.sequence_length=32", "train.steps=8"])
+    with pytest.raises(ValueError, match="an unfinished run of another config"):
+        recipe.pretrain(other, str(run))
