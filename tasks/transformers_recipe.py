@@ -282,6 +282,7 @@ def pretrain(config, run_dir, progress=print, overwrite=False):
     if not total:
         raise ValueError("the transformers pretraining needs train.steps")
     warmup = config.train.warmup_steps or 0
+
     def batches(skip):
         return (pretraining_batch(*b) for b in task.dataset("train", repeat=True)
                 .take(total).skip(skip).as_numpy_iterator())
