@@ -195,6 +195,7 @@ def _train(config, run_dir, hf, batches, total, warmup, evaluate, progress):
     import torch
 
     from zoo import files  # lazy: as in _start
+    from zoo.progress import bar  # lazy: as above
 
     torch.manual_seed(config.train.seed)  # dropout's stream: torch's, not zoo's
     adamw, schedule = optimizer(hf, config.train, total, warmup)
@@ -212,9 +213,13 @@ def _train(config, run_dir, hf, batches, total, warmup, evaluate, progress):
     eval_every = min(config.train.eval_every or total, total)
     log_every = config.train.log_every or 100
     hf.train()
+    shown = bar(total=total, initial=done, desc=os.path.basename(os.path.normpath(run_dir)),
+                unit="step")
     for step, batch in enumerate(batches(done), start=done + 1):
         rate = schedule.get_last_lr()[0]
         loss, norm = _update(hf, adamw, schedule, batch, config.train, step)
+        shown.update()
+        shown.set_postfix(loss=f"{loss:.4f}", refresh=False)
         if step % log_every == 0 or step == total:
             log("train", step, {"loss": loss, "learning_rate": rate, "gradient_norm": norm})
         evaluated = step % eval_every == 0 or step == total
@@ -235,6 +240,7 @@ def _train(config, run_dir, hf, batches, total, warmup, evaluate, progress):
                                 "optimizer": adamw.state_dict(),
                                 "schedule": schedule.state_dict(),
                                 "rng": torch.get_rng_state(), "history": history}, file)
+    shown.close()
     return history
 
 

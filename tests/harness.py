@@ -99,45 +99,93 @@ def forward_saved_model(model_path, inputs_path):
     return to_numpy(model(inputs, training=False))
 
 
-# Runs in a fresh interpreter: imports only tensorflow and tensorflow_text (what TF Serving has),
-# loads each SavedModel once and calls one signature per request; an op error is returned, not
-# raised.
+# The serving process: a fresh interpreter that imports only tensorflow and tensorflow_text
+# (what TF Serving has), started once per test process and reused (each start costs ~5 s of
+# CPU, TensorFlow's import; ~40 calls in a run of the suite). Each request file names the
+# SavedModels to call: each is loaded from disk for that request alone, one signature called
+# per input (an op error is returned, not raised), and the loaded models dropped afterwards;
+# nothing of one request is kept for the next. A line "served PATH" on stdout answers it.
 _SERVE = """
-import pickle, sys
+import contextlib, gc, io, pickle, sys
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
-requests_path, out_path = sys.argv[1:]
-with open(requests_path, "rb") as f:
-    requests, show = pickle.load(f)
-models = {}
-results = []
-for path, signature, inputs in requests:
-    if path not in models:
-        models[path] = tf.saved_model.load(path)
-    function = models[path].signatures[signature]
-    specs = function.structured_input_signature[1]
-    try:
-        outputs = function(**{k: tf.constant(v, specs[k].dtype) for k, v in inputs.items()})
-        results.append({k: v.numpy() for k, v in outputs.items()})
-    except tf.errors.OpError as error:
-        results.append({"error": type(error).__name__ + ": " + error.message})
-shown = {}
-for path in show:  # `saved_model_cli show --dir PATH --all`: the console script's own main()
-    import contextlib, io
-    from tensorflow.python.tools import saved_model_cli
-    sys.argv, buffer = ["saved_model_cli", "show", "--dir", path, "--all"], io.StringIO()
-    with contextlib.redirect_stdout(buffer):
+from tensorflow.python.tools import saved_model_cli
+
+
+def serve(requests, show):
+    models, results = {}, []
+    for path, signature, inputs in requests:
+        if path not in models:
+            models[path] = tf.saved_model.load(path)
+        function = models[path].signatures[signature]
+        specs = function.structured_input_signature[1]
         try:
-            saved_model_cli.main()
-        except SystemExit as exit:  # absl's app.run ends with sys.exit
-            assert not exit.code, f"saved_model_cli show --dir {path} exited with {exit.code}"
-    shown[path] = buffer.getvalue()
-leaked = sorted(m for m in sys.modules if m.split(".")[0] in ("zoo", "tasks", "tools", "tests"))
-with open(out_path, "wb") as f:
-    pickle.dump({"results": results, "shown": shown, "leaked": leaked}, f)
+            outputs = function(**{k: tf.constant(v, specs[k].dtype) for k, v in inputs.items()})
+            results.append({k: v.numpy() for k, v in outputs.items()})
+        except tf.errors.OpError as error:
+            results.append({"error": type(error).__name__ + ": " + error.message})
+    shown = {}
+    for path in show:  # `saved_model_cli show --dir PATH --all`: the console script's main()
+        sys.argv, buffer = ["saved_model_cli", "show", "--dir", path, "--all"], io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            try:
+                saved_model_cli.main()
+            except SystemExit as exit:  # absl's app.run ends with sys.exit
+                assert not exit.code, f"saved_model_cli show --dir {path} exited {exit.code}"
+        shown[path] = buffer.getvalue()
+    return results, shown
+
+
+for line in sys.stdin:
+    requests_path, out_path = line.rstrip("\\n").split("\\t")
+    with open(requests_path, "rb") as f:
+        requests, show = pickle.load(f)
+    results, shown = serve(requests, show)
+    gc.collect()
+    leaked = sorted(m for m in sys.modules if m.split(".")[0] in ("zoo", "tasks", "tools", "tests"))
+    with open(out_path, "wb") as f:
+        pickle.dump({"results": results, "shown": shown, "leaked": leaked}, f)
+    print("served", out_path, flush=True)
 """
 # `saved_model_cli show --all` output of the exports a serving process was asked to show.
 _SHOWN = {}
+_SERVER = {}  # this test process's serving process: {"proc": Popen, "dir": its folder}
+
+
+def _server():
+    """The serving process (started when there is none or it has exited)."""
+    proc = _SERVER.get("proc")
+    if proc is not None and proc.poll() is None:
+        return _SERVER
+    import atexit
+
+    folder = tempfile.mkdtemp(prefix="serving_")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    errors = open(os.path.join(folder, "stderr.txt"), "w+", encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-c", _SERVE], cwd=folder, env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors)
+    if not _SERVER:
+        atexit.register(lambda: _SERVER["proc"].poll() is None and _SERVER["proc"].kill())
+    import queue
+    import threading
+
+    lines = queue.Queue()  # its stdout, line by line ("" at its end), read by a thread
+
+    def read(stdout=proc.stdout):
+        for line in stdout:
+            lines.put(line)
+        lines.put("")
+    threading.Thread(target=read, daemon=True).start()
+    _SERVER.update(proc=proc, dir=folder, stderr=errors, calls=0, lines=lines)
+    return _SERVER
+
+
+def _crashed(server, why):
+    server["proc"].kill()
+    server["proc"].wait()
+    server["stderr"].seek(0)
+    return f"the serving process {why}:\n{server['stderr'].read()[-4000:]}"
 
 
 def serve_fresh(saved_model, requests, signature="serving_default", timeout=600, show=False):
@@ -147,34 +195,49 @@ def serve_fresh(saved_model, requests, signature="serving_default", timeout=600,
         saved_model: an export version directory.
         requests: a list of {input name: array-like}, or of (signature, inputs) pairs, or of
             (saved_model, signature, inputs) triples for other exports served by the same
-            process (one TensorFlow start-up for all).
+            call.
         signature: the signature of requests given without one.
         show: also run `saved_model_cli show --dir saved_model --all` in that process (after
             the requests), through the `saved_model_cli` console script's own entry point;
             `saved_model_signatures(saved_model)` then reads its output instead of starting
-            a process of its own (another TensorFlow start-up, ~3 s).
+            a process of its own.
+
+    The process is this test process's serving process (`_SERVE`: started once, reused, each
+    call's SavedModels loaded from disk for it alone); it must never import project code.
 
     Returns:
         One {output name: numpy array} per request, or {"error": "InvalidArgumentError: ..."}
         when the graph rejected it (the process itself must not crash).
     """
     import pickle
+    import queue
+    import time
 
     triples = [(saved_model, signature, r) if not isinstance(r, tuple) else
                (saved_model, *r) if len(r) == 2 else r for r in requests]
     triples = [(str(path), s, {k: np.asarray(v, dtype=object if _is_text(v) else None)
                                for k, v in inputs.items()}) for path, s, inputs in triples]
-    with tempfile.TemporaryDirectory() as tmp:
-        requests_path, out = os.path.join(tmp, "in.pkl"), os.path.join(tmp, "out.pkl")
-        with open(requests_path, "wb") as f:
-            pickle.dump((triples, [str(saved_model)] if show else []), f)
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
-        env["TF_CPP_MIN_LOG_LEVEL"] = "3"
-        proc = subprocess.run([sys.executable, "-c", _SERVE, requests_path, out], cwd=tmp,
-                              env=env, capture_output=True, text=True, timeout=timeout)
-        assert proc.returncode == 0, f"the serving process crashed:\n{proc.stderr[-4000:]}"
-        with open(out, "rb") as f:
-            result = pickle.load(f)
+    server = _server()
+    server["calls"] += 1
+    requests_path = os.path.join(server["dir"], f"in_{server['calls']}.pkl")
+    out = os.path.join(server["dir"], f"out_{server['calls']}.pkl")
+    with open(requests_path, "wb") as f:
+        pickle.dump((triples, [str(saved_model)] if show else []), f)
+    proc, deadline = server["proc"], time.monotonic() + timeout
+    proc.stdin.write(f"{requests_path}\t{out}\n")
+    proc.stdin.flush()
+    while True:  # TensorFlow may print lines of its own on stdout: wait for the answer's
+        try:
+            line = server["lines"].get(timeout=max(deadline - time.monotonic(), 0))
+        except queue.Empty:
+            raise AssertionError(_crashed(server, f"did not answer in {timeout} s")) from None
+        assert line, _crashed(server, f"crashed (exit {proc.wait()})")
+        if line == f"served {out}\n":
+            break
+    with open(out, "rb") as f:
+        result = pickle.load(f)
+    os.remove(requests_path)
+    os.remove(out)
     assert not result["leaked"], f"the SavedModel imported project code: {result['leaked']}"
     _SHOWN.update(result["shown"])
     return result["results"]
