@@ -5,16 +5,16 @@ PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL := 3
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test install install-test clean
+.PHONY: demo test lint install install-test clean
 
-$(VENV)/.installed: setup.cfg pyproject.toml
+$(VENV)/.installed: setup.cfg pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q -c constraints.txt -e .
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
 	$(PY) -m pip check
 	touch $@
 
@@ -28,8 +28,12 @@ demo: $(VENV)/.installed
 # fills the time the others spend starting processes and waiting on them (measured in the
 # closing note of issue #18). Each file runs in one worker (its module fixtures are trained
 # once), the longest files first (tests/conftest.py, LONGEST_FIRST), in that order.
-test: $(VENV)/.installed-test
+test: lint
 	$(PY) -m pytest -n 3 --dist loadfile --no-loadscope-reorder -q --durations=15
+
+# pycodestyle's errors and warnings and pyflakes, by ruff (its settings: pyproject.toml).
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check .
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -55,3 +55,42 @@ def test_demo_prints_the_table(capsys):
     assert cli.main(["demo", "--models", "bert_tiny", "vit_tiny16", "--sequence-length", "8"]) == 0
     out = capsys.readouterr().out
     assert "bert_tiny" in out and "4,385,920" in out and "vit_tiny16" in out
+
+
+def test_help_version_and_usage_errors_answer_without_tensorflow():
+    """`zoo --help`, `zoo --version`, a subcommand's --help and a usage error never import
+    TensorFlow (its import alone costs seconds of CPU and prints start-up lines); the version
+    is the installed distribution's (its metadata), as `zoo.__version__` gives it."""
+    import subprocess
+    import sys
+    from importlib import metadata
+
+    code = """
+import contextlib, io, sys
+from tools import main
+out = {}
+for argv in (["--help"], ["--version"], ["train", "--help"], ["train"]):
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            code = main.main(argv)
+        except SystemExit as exit:
+            code = exit.code
+    out[" ".join(argv)] = (code, stdout.getvalue(), stderr.getvalue())
+    assert "tensorflow" not in sys.modules, argv
+print(repr(out))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = eval(proc.stdout)  # the repr of a dict of strings, ints and tuples
+    assert out["--version"] == (0, f"zoo {metadata.version('zoo')}\n", "")
+    assert out["--help"][0] == 0 and out["--help"][1].startswith("usage: zoo")
+    assert out["--help"][2] == ""
+    assert out["train --help"][0] == 0 and "--experiment" in out["train --help"][1]
+    code, _, err = out["train"]
+    assert code == 2 and err.splitlines()[-1].startswith("zoo train: error: "), err
+
+    import zoo
+
+    assert zoo.__version__ == metadata.version("zoo")

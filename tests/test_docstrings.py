@@ -3,7 +3,6 @@ such as "wiki.txt" or "cat.png", are marked `+SKIP` in place and not executed)."
 
 import doctest
 import importlib
-import os
 import pkgutil
 
 import pytest

@@ -261,8 +261,8 @@ def test_a_mixed_precision_run_exports_with_its_policy(sample_data, tmp_path):
     np.testing.assert_allclose(out["probabilities"], expected, atol=2 ** -7)
     clear = np.abs(expected[:, 0] - expected[:, 1]) > 2 ** -6
     assert clear.sum() > len(clear) // 2
-    assert [l for l, c in zip(out["label"].tolist(), clear) if c] == \
-        [l.encode() for l, c in zip(labels, clear) if c]
+    assert [label for label, c in zip(out["label"].tolist(), clear) if c] == \
+        [label.encode() for label, c in zip(labels, clear) if c]
     assert saved_model_signatures(path)["serving_default"][0] == {"sentence1"}
 
 

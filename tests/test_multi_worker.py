@@ -1,7 +1,8 @@
 """`zoo train` under MultiWorkerMirroredStrategy: two real worker processes on 127.0.0.1.
 
 Keras 3.15.1's `model.fit` fails under this strategy (keras-team/keras#20585); zoo patches the
-two failing paths for that version (zoo.training.distribution._patch_keras_for_multi_worker). Checked here:
+two failing paths for that version (zoo.training.distribution._patch_keras_for_multi_worker).
+Checked here:
 the two workers end with identical weights, equal to float tolerance to one process training
 on the same global batch; a worker killed mid-run, restarted with the chief (as a cluster
 manager restarts a job), resumes from the chief's backup (zoo.training.backups) and ends with the

@@ -295,7 +295,8 @@ def test_squad_score_files_and_their_errors(tmp_path):
     predictions.write_text('{"a1": "Paris",')
     with pytest.raises(DataError, match=r"dev\.json:1: malformed JSON"):
         metrics.score("squad_v2", gold, predictions)
-    with pytest.raises(ValueError, match="takes no scoring option na_prob .--na-prob is for squad_v2"):
+    with pytest.raises(ValueError,
+                       match="takes no scoring option na_prob .--na-prob is for squad_v2"):
         metrics.score("glue/rte", gold, predictions, na_prob=na_prob)
 
 

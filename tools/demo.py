@@ -1,12 +1,12 @@
 """`zoo demo`: fine-tune a small BERT on the sample MRPC data and print its dev metrics.
 
 The main job of `make demo`, end to end on this machine in a few minutes: write the sample
-datasets (`zoo data samples --train-rows 4000`), learn a WordPiece vocabulary on them (`zoo data vocab`),
-train bert_tiny on MRPC with `zoo train --experiment bert/glue_mrpc` (model.fit, the AdamW
-schedule, TensorBoard logs, best checkpoint), print the dev accuracy and F1 and where the
-run directory is, then export the model (`zoo export`: OUT/exports/mrpc/<version>, tokenizer
-included) and ask the export about three raw sentence pairs (`zoo predict`). `zoo demo
---models` prints the table of every preset instead.
+datasets (`zoo data samples --train-rows 4000`), learn a WordPiece vocabulary on them
+(`zoo data vocab`), train bert_tiny on MRPC with `zoo train --experiment bert/glue_mrpc`
+(model.fit, the AdamW schedule, TensorBoard logs, best checkpoint), print the dev accuracy
+and F1 and where the run directory is, then export the model (`zoo export`:
+OUT/exports/mrpc/<version>, tokenizer included) and ask the export about three raw sentence
+pairs (`zoo predict`). `zoo demo --models` prints the table of every preset instead.
 """
 
 import argparse

@@ -26,10 +26,25 @@ COMMANDS = {
 }
 
 
+def version():
+    """The installed distribution's version (its metadata: setup.cfg's `version`), read
+    without importing zoo, so without TensorFlow."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "unknown (not installed)"
+
+
+DISTRIBUTION = "zoo"  # setup.cfg's `name`
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="zoo", description="BERT, GPT-1 and ViT for Keras 3: models, checkpoints, data."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS.values():
         importlib.import_module(module).register(subparsers)

@@ -4,5 +4,16 @@ data, metrics, and the mechanisms of training and export. It never imports tasks
 # Imported so that their classes are registered for `.keras` loading.
 from zoo import convert, layers, models, optimization
 
-__version__ = "0.1.0"
+
+def _version():
+    """The installed distribution's version (setup.cfg's `version`, from its metadata)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("zoo")
+    except metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "unknown"
+
+
+__version__ = _version()
 __all__ = ["convert", "layers", "models", "optimization"]

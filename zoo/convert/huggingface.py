@@ -134,9 +134,9 @@ def _safetensors_files(path):
     others = [name for name in _BIN_ONLY if files.exists(os.path.join(path, name))]
     if others:
         raise ConversionError(
-            f"{os.path.join(path, others[0])}: only {', '.join(others)} found and zoo reads safetensors "
-            "only (a pickle can run code when loaded). Convert it once where you trust the "
-            "file, with transformers installed:\n"
+            f"{os.path.join(path, others[0])}: only {', '.join(others)} found and zoo reads "
+            "safetensors only (a pickle can run code when loaded). Convert it once where you "
+            "trust the file, with transformers installed:\n"
             "  python -c \"import sys, transformers as t; p, q = sys.argv[1:]; "
             "c = t.AutoConfig.from_pretrained(p); "
             "getattr(t, c.architectures[0]).from_pretrained(p).save_pretrained(q)\" "

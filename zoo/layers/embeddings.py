@@ -90,7 +90,8 @@ class PatchEmbedding(keras.layers.Layer):
                  kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         if image_size % patch_size:
-            raise ValueError(f"image_size={image_size} is not a multiple of patch_size={patch_size}")
+            raise ValueError(f"image_size={image_size} is not a multiple of "
+                             f"patch_size={patch_size}")
         self.image_size = image_size
         self.patch_size = patch_size
         self.hidden_dim = hidden_dim
@@ -121,7 +122,8 @@ class PatchEmbedding(keras.layers.Layer):
         patches = self.projection(images)  # (b, h/p, w/p, hidden)
         batch = ops.shape(patches)[0]
         patches = ops.reshape(patches, (batch, self.num_patches, self.hidden_dim))
-        cls = ops.broadcast_to(ops.cast(self.class_token, patches.dtype), (batch, 1, self.hidden_dim))
+        cls = ops.broadcast_to(ops.cast(self.class_token, patches.dtype),
+                               (batch, 1, self.hidden_dim))
         tokens = ops.concatenate([cls, patches], axis=1)  # (b, 1 + patches, hidden)
         return tokens + ops.cast(self.position_embedding, patches.dtype)
 

@@ -143,7 +143,8 @@ class RowDropout(Dropout):
 
 
 def gelu_approximate(x):
-    """GELU, tanh approximation: the form in OpenAI's GPT-1 code (`gelu` in finetune-transformer-lm)."""
+    """GELU, tanh approximation: the form in OpenAI's GPT-1 code (`gelu` in
+    finetune-transformer-lm)."""
     return keras.activations.gelu(x, approximate=True)
 
 

@@ -35,6 +35,7 @@ from zoo.data.pretraining.instances import (POOL_SIZE, create_instances, iter_do
                                             write_pretraining_data)
 from zoo.data.pretraining.runner import METADATA
 
-__all__ = ["CHUNK_BYTES", "METADATA", "POOL_SIZE", "ExactRateItemSelector", "StatelessMaskValuesChooser",
-           "create_instances", "iter_documents", "iter_pools", "load_tokenizer", "mask_tokens",
-           "plan_chunks", "pretraining_dataset", "read_documents", "write_pretraining_data"]
+__all__ = ["CHUNK_BYTES", "METADATA", "POOL_SIZE", "ExactRateItemSelector",
+           "StatelessMaskValuesChooser", "create_instances", "iter_documents", "iter_pools",
+           "load_tokenizer", "mask_tokens", "plan_chunks", "pretraining_dataset",
+           "read_documents", "write_pretraining_data"]
