@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL := 3
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint install install-test clean
+.PHONY: demo test lint docs install install-test clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,5 +35,9 @@ test: lint
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
 
+# The documentation site (mkdocs.yml) into site/; `$(VENV)/bin/mkdocs serve` to browse it.
+docs: $(VENV)/.installed-test
+	$(VENV)/bin/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info

@@ -55,7 +55,7 @@ def create(name, config=None, check_data=True, rows=None):
     `rows` ({split: a list of dicts or a pandas DataFrame}): your own data in memory, for
     text_classification.
 
-    Example:
+    Examples:
         >>> import tasks
         >>> sorted(tasks.TASKS)[:3]
         ['glue/cola', 'glue/mnli', 'glue/mrpc']

@@ -153,7 +153,7 @@ def own_data_file(task, split, kinds):
 def markdown_table(header, rows):
     """A markdown table of `rows` (lists of cells, `|` escaped) under `header`, for `describe`.
 
-    Example:
+    Examples:
         >>> print(markdown_table(["a", "b"], [[1, "x|y"]]))
         | a | b |
         |---|---|

@@ -46,7 +46,7 @@ class ClassificationTask(BaseTask):
         check_data: read the train and dev files now, so a missing path or a bad label fails
             before training starts.
 
-    Example:
+    Examples:
         >>> import tasks
         >>> task = tasks.create("glue/mrpc", {"data": {"dir": "samples/glue/MRPC"},
         ...                                   "model": {"vocabulary": "vocab"}})  # doctest: +SKIP

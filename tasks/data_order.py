@@ -42,7 +42,7 @@ def example_order(n, split, seed, batch_size, repeat=False, skip_batches=0, orde
     Without `repeat` the train split is one pass, reshuffled at every iteration; other splits
     keep file order, which evaluation relies on, or the given `order` (`length_order`).
 
-    Example:
+    Examples:
         >>> order = example_order(5, "train", seed=0, batch_size=2, repeat=True, skip_batches=1)
         >>> first = example_order(5, "train", seed=0, batch_size=2, repeat=True)
         >>> [int(i) for i in order.take(3)] == [int(i) for i in first.skip(2).take(3)]

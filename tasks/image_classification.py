@@ -54,7 +54,7 @@ class ImageClassificationTask(BaseTask):
         check_data: read and decode the train and dev images now, so a missing folder, a
             class mismatch or a corrupt image fails before training starts.
 
-    Example:
+    Examples:
         >>> import tasks
         >>> config = {"data": {"dir": "samples/images"}, "model": {"preset": "vit_tiny16"}}
         >>> task = tasks.create("image_folder", config)  # doctest: +SKIP

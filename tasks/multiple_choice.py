@@ -57,7 +57,7 @@ class MultipleChoiceTask(BaseTask):
         check_data: read the train and dev files now, so a missing path or a bad row fails
             before training starts.
 
-    Example:
+    Examples:
         >>> import tasks
         >>> task = tasks.create("swag", {"data": {"dir": "samples/swag"},
         ...                              "model": {"vocabulary": "vocab"}})  # doctest: +SKIP
@@ -230,7 +230,7 @@ def _sentence_b(question, option):
     SWAG and Story Cloze have no question, so sentence B is the ending alone. The serving
     graph does the same with `tasks.serving.multiple_choice.sentence_b_graph`.
 
-    Example:
+    Examples:
         >>> _sentence_b("Where was Tom born?", "Paris"), _sentence_b("Tom was born in _ .", "Rome")
         ('Where was Tom born? Paris', 'Tom was born in Rome .')
     """

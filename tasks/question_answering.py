@@ -16,7 +16,7 @@ from zoo.data.readers.squad import squad_version
 class QuestionAnsweringTask(SpanQATask):
     """SQuAD-format question answering on your own files; see the module docstring.
 
-    Example:
+    Examples:
         >>> import tasks
         >>> task = tasks.create("question_answering", {
         ...     "model": {"preset": "bert_tiny", "vocabulary": "vocab"},

@@ -6,7 +6,7 @@ and hands it to the mechanisms of `zoo.training` (the fit loop, run directories,
 and `zoo.export` (SavedModel signatures). `zoo.training.run_dir` says what a run directory
 holds.
 
-Example:
+Examples:
     >>> from tasks import runs
     >>> from zoo import config
     >>> experiment = config.resolve("bert/glue_mrpc", ["data.dir=samples/glue/MRPC"])
@@ -173,7 +173,7 @@ def export_run(run_dir, base, version=None, checkpoint="best", progress=print,
             answers).
         quantize: "int8" serves every Dense layer in int8 (`zoo.export.int8`); None: as trained.
 
-    Example:
+    Examples:
         >>> export_run("runs/mrpc", "exports/mrpc")  # doctest: +SKIP
         'exports/mrpc/1'
     """

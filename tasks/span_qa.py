@@ -67,7 +67,7 @@ class SpanQATask(BaseTask):
         check_data: read and window the train and dev files now, so a bad answer or an empty
             context fails before training starts.
 
-    Example:
+    Examples:
         >>> import tasks
         >>> task = tasks.create("squad_v2", {"data": {"dir": "samples/squad"},
         ...                                  "model": {"vocabulary": "vocab"}})  # doctest: +SKIP

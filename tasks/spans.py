@@ -60,7 +60,7 @@ def best_spans(windows, contexts, start_logits, end_logits, n_best_size=20,
         tokens' character offsets; "" with s_best 0.0 when no span qualifies, as run_squad.py's
         "empty" entry), its score start + end, and the smallest [CLS] score over the windows.
 
-    Example:
+    Examples:
         >>> windows = {"example_index": np.array([0]), "offsets": np.array([[[-1, -1],
         ...     [0, 3], [4, 7]]]), "context_mask": np.array([[False, True, True]]),
         ...     "max_context_mask": np.array([[False, True, True]])}

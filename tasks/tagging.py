@@ -41,7 +41,7 @@ class TaggingTask(BaseTask):
         config: a `zoo.config.Experiment`.
         check_data: read the train and valid files now.
 
-    Example:
+    Examples:
         >>> import tasks
         >>> task = tasks.create("conll2003", {"data": {"dir": "samples/conll2003"},
         ...                                   "model": {"vocabulary": "vocab"}})  # doctest: +SKIP

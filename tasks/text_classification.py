@@ -47,7 +47,7 @@ def sorted_labels(names):
     """Label names in label-id order: numerically when all are integers ("2" before "10"),
     else as strings.
 
-    Example:
+    Examples:
         >>> sorted_labels({"10", "2", "-1"}), sorted_labels({"pos", "neg"})
         (['-1', '2', '10'], ['neg', 'pos'])
     """
@@ -70,7 +70,7 @@ class TextClassificationTask(ClassificationTask):
         tokenize: False: no tokenizer (`check` without token lengths, before a vocabulary
             exists).
 
-    Example:
+    Examples:
         >>> import tasks
         >>> task = tasks.create("text_classification", {
         ...     "model": {"preset": "bert_tiny", "vocabulary": "vocab"},

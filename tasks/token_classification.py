@@ -35,7 +35,7 @@ def sorted_tags(tags):
     """Tag names in tag-id order: "O" first, then IOB-like tags by entity type and prefix
     (B, I, E, S); a tag set that is not IOB-like, plainly sorted.
 
-    Example:
+    Examples:
         >>> sorted_tags({"I-PER", "B-LOC", "O", "B-PER"})
         ['O', 'B-LOC', 'B-PER', 'I-PER']
         >>> sorted_tags({"VB", "NN", "DT"})
@@ -60,7 +60,7 @@ def labels_scheme(labels):
 class TokenClassificationTask(TaggingTask):
     """Token classification on your own CoNLL or JSON-lines files; see the module docstring.
 
-    Example:
+    Examples:
         >>> import tasks
         >>> task = tasks.create("token_classification", {
         ...     "model": {"preset": "bert_tiny", "vocabulary": "vocab"},

@@ -65,7 +65,7 @@ def load_language_model(path):
             vocab.json and merges.txt, or a Hugging Face OpenAI GPT folder (config.json,
             weights, vocabulary).
 
-    Example:
+    Examples:
         >>> backbone, tokenizer = load_language_model("runs/gpt1_pretrain")  # doctest: +SKIP
     """
     model_config = config_lib.ModelConfig(preset=_preset(os.fspath(path)),
@@ -97,7 +97,7 @@ class Scorer:
         tokenizer: its BPE tokenizer (for `ids`; `log_probs` takes ids).
         batch_size: sequences per forward pass.
 
-    Example:
+    Examples:
         >>> import zoo
         >>> backbone = zoo.models.create("gpt1", num_layers=1, hidden_dim=8, num_heads=2,
         ...                              vocabulary_size=4)
@@ -227,7 +227,7 @@ def best_threshold(scores, gold):
     Every distinct cut is tried: below the lowest score and between neighbouring scores
     (midpoints); ties keep the lowest threshold.
 
-    Example:
+    Examples:
         >>> best_threshold(np.array([-3.0, -1.0, -2.0]), ["0", "1", "1"])
         (-2.5, 1.0)
     """
@@ -263,7 +263,7 @@ def evaluate(task, checkpoint, data, out=None, threshold=None, batch_size=8):
         submission TSV `index<TAB>prediction` (what `zoo score glue/...` reads), multiple
         choice `id<TAB>prediction` with the chosen index.
 
-    Example:
+    Examples:
         >>> evaluate("glue/sst2", "runs/gpt1_pretrain", "glue/SST-2/dev.tsv")  # doctest: +SKIP
         {'accuracy': ..., 'examples': 872, 'task': 'glue/sst2', ...}
     """

@@ -259,7 +259,7 @@ def resolve(experiment=None, overrides=()):
         overrides: strings `section.key=value`; values are parsed as YAML (`3e-5`, `true`,
             `[1, 2]`, `null`).
 
-    Example:
+    Examples:
         >>> config = resolve({"task": "glue/mrpc"}, ["train.learning_rate=3e-5"])
         >>> config.train.learning_rate, config.model.preset
         (3e-05, 'bert_base')
@@ -325,7 +325,7 @@ def check(config, where="config"):
 def sweep_runs(config):
     """The sub-runs of `config.sweep`: [(name, config)], one per value (keys in turn).
 
-    Example:
+    Examples:
         >>> config = resolve({"task": "conll2003",
         ...                   "sweep": {"model.features": ["last", "sum_all"]}})
         >>> [(name, c.model.features, c.sweep) for name, c in sweep_runs(config)]

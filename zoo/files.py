@@ -299,7 +299,7 @@ def write_bytes(path, data):
 def write_text(path, text):
     """Write `text` (UTF-8, "\\n" line ends as given) to `path` atomically; parents are made.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> path = tempfile.mkdtemp() + "/out/config.yaml"
         >>> write_text(path, "task: glue/mrpc\\n")

@@ -65,7 +65,7 @@ class WarmupLinearDecay(_WarmupSchedule):
         total_steps: the step at which the rate reaches 0 (and stays there).
         warmup_steps: steps of linear warmup from 0; 0 means none.
 
-    Example:
+    Examples:
         >>> schedule = WarmupLinearDecay(1e-4, total_steps=100, warmup_steps=10)
         >>> [round(float(schedule(step)), 9) for step in (0, 5, 10, 55, 100, 120)]
         [0.0, 5e-05, 0.0001, 5e-05, 0.0, 0.0]
@@ -88,7 +88,7 @@ class WarmupCosineDecay(_WarmupSchedule):
         total_steps: the step at which the rate reaches 0 (and stays there).
         warmup_steps: steps of linear warmup from 0 (GPT-1: 2000); 0 means none.
 
-    Example:
+    Examples:
         >>> schedule = WarmupCosineDecay(2.5e-4, total_steps=102, warmup_steps=2)
         >>> [round(float(schedule(step)), 9) for step in (0, 1, 2, 52, 102, 200)]
         [0.0, 0.000125, 0.00025, 0.000125, 0.0, 0.0]
@@ -152,7 +152,7 @@ def no_decay_variables(model):
     and every variable whose name ends with "bias" (Dense/Conv `bias`, MaskedLMHead
     `output_bias`). GPT-1's "all non bias or gain weights" keep their decay.
 
-    Example:
+    Examples:
         >>> import keras
         >>> model = keras.Sequential(name="mlp", layers=[
         ...     keras.Input((4,)), keras.layers.Dense(8, name="dense"),
@@ -183,7 +183,9 @@ def build_optimizer(learning_rate, total_steps, warmup_steps, schedule="linear",
         weight_decay: decoupled weight decay; each step multiplies a decayed variable by
             (1 - learning_rate(step) * weight_decay).
         clip_norm: clip the gradients to this global norm; None or 0 turns clipping off.
-        beta_1, beta_2, epsilon: Adam's (epsilon 1e-6 as in BERT's optimizer).
+        beta_1: Adam's first-moment decay.
+        beta_2: Adam's second-moment decay.
+        epsilon: Adam's epsilon (1e-6 as in BERT's optimizer).
         model: the built model to train; needed when `weight_decay` is not 0, to exclude
             `no_decay_variables(model)` from the decay. The exclusion is not part of the
             optimizer's config: an optimizer restored from a `.keras` file decays every
@@ -197,7 +199,7 @@ def build_optimizer(learning_rate, total_steps, warmup_steps, schedule="linear",
         policy it is wrapped in a
         `keras.optimizers.LossScaleOptimizer`.
 
-    Example:
+    Examples:
         >>> import keras
         >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
         >>> optimizer = build_optimizer(5e-5, total_steps=1000, warmup_steps=100, model=model)

@@ -26,7 +26,7 @@ def bar(iterable=None, file=None, **kwargs):
     stderr); tqdm's keyword arguments (`total`, `desc`, `unit`, `disable`, ...) as tqdm takes
     them. Off a terminal: one line every LOG_SECONDS seconds (and the last), no redraws.
 
-    Example:
+    Examples:
         >>> import io
         >>> log = io.StringIO()
         >>> for _ in bar(range(3), file=log, desc="work"):

@@ -74,7 +74,7 @@ class StorageError(OSError):
     had it (None when the original was TensorFlow's or h5py's). The original error is the
     `__cause__`.
 
-    Example:
+    Examples:
         >>> error = StorageError("writing the export", "exports/mrpc/3", "no space left on device")
         >>> str(error)
         'writing the export exports/mrpc/3: no space left on device'
@@ -116,7 +116,7 @@ def storage_reason(error):
     error raised `from` one of those. A TensorFlow out-of-memory `ResourceExhaustedError` or
     a `NotFoundError` for a missing op names no file system reason and is not one.
 
-    Example:
+    Examples:
         >>> storage_reason(OSError(28, "No space left on device"))
         (28, 'no space left on device')
         >>> storage_reason(RuntimeError("Can't write data (errno = 30, error message = "
@@ -152,7 +152,7 @@ def storage_message(error):
     first line of its own message, TensorFlow's decorations removed, the reason added when it
     does not already say it); None for any other error.
 
-    Example:
+    Examples:
         >>> storage_message(RuntimeError("{{function_node __wrapped__SaveV2}} /runs/a/x.tmp; "
         ...                              "No space left on device [Op:SaveV2]\\nmore"))
         '/runs/a/x.tmp; No space left on device'
@@ -185,7 +185,7 @@ def storage_operation(operation, path):
     fault of its output). The caller keeps its writes atomic (a temporary file renamed at the
     end, removed on failure); this only names the fault.
 
-    Example:
+    Examples:
         >>> try:
         ...     with storage_operation("writing the predictions", "/run/predictions/dev.tsv"):
         ...         raise OSError(30, "Read-only file system", "/run/predictions/.dev.tsv.x1")

@@ -38,7 +38,7 @@ def from_bert_checkpoint(ckpt_prefix, bert_config_json, with_head=False, progres
             heads found in the checkpoint instead of the bare backbone.
         progress: show a progress bar over the tensors.
 
-    Example:
+    Examples:
         >>> import zoo.convert
         >>> model = zoo.convert.from_bert_checkpoint(  # doctest: +SKIP
         ...     "uncased_L-2_H-128_A-2/bert_model.ckpt", "uncased_L-2_H-128_A-2/bert_config.json")

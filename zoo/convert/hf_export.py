@@ -72,7 +72,7 @@ def to_huggingface(model, path, progress=False, labels=None, tokenizer=None,
             `problem_type` "multi_label_classification", so that transformers trains it
             with binary cross-entropy and `pipeline` gives each label's sigmoid.
 
-    Example:
+    Examples:
         >>> import os, tempfile, zoo.convert
         >>> model = zoo.models.create("bert_tiny", num_layers=1)
         >>> out = os.path.join(tempfile.mkdtemp(), "bert")

@@ -69,7 +69,7 @@ def from_huggingface(path, with_head=False, progress=False):
             `GPTLanguageModel` or `ViTClassifier`) instead of the bare backbone.
         progress: show a progress bar over the tensors.
 
-    Example:
+    Examples:
         >>> import os, tempfile, zoo.convert
         >>> path = os.path.join(tempfile.mkdtemp(), "bert")
         >>> zoo.convert.to_huggingface(zoo.models.create("bert_tiny", num_layers=1), path)

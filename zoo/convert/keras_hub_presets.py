@@ -26,7 +26,7 @@ def from_keras_hub(preset_dir, progress=False):
         preset_dir: the preset folder (config.json, metadata.json, model.weights.h5).
         progress: show a progress bar over the tensors.
 
-    Example:
+    Examples:
         >>> import os, tempfile, keras_hub, zoo.convert
         >>> hub = keras_hub.models.BertBackbone(vocabulary_size=100, num_layers=1, num_heads=2,
         ...                                     hidden_dim=16, intermediate_dim=32)

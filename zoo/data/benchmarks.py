@@ -189,7 +189,7 @@ BENCHMARKS = {benchmark.name: benchmark for benchmark in _TABLE}
 def names(family):
     """The names of a task family's benchmarks, in table order.
 
-    Example:
+    Examples:
         >>> names("span_qa")
         ('squad_v1', 'squad_v2')
     """

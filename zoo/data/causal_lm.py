@@ -35,7 +35,7 @@ def causal_lm_dataset(texts, tokenizer, sequence_length, batch_size, separator_t
             `batch_size` is the global batch, batches hold one replica's share, and pipeline
             k of n keeps blocks k, k + n, ... of the stream.
 
-    Example:
+    Examples:
         >>> from zoo.tokenizers import WordPieceTokenizer
         >>> tokenizer = WordPieceTokenizer(
         ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c", "."])

@@ -48,7 +48,7 @@ def split_sentences(text, strip_html=False):
     """The sentences of `text`, each on one line (white space collapsed), empty ones dropped.
     A line break in `text` (or, with `strip_html`, a <br> or <p>) always ends a sentence.
 
-    Example:
+    Examples:
         >>> split_sentences('Mr. Smith saw it at 9 p.m. on Friday. "It rocks!" he said.'
         ...                 '<br />Go see it.', strip_html=True)
         ['Mr. Smith saw it at 9 p.m. on Friday.', '"It rocks!" he said.', 'Go see it.']

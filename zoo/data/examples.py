@@ -78,7 +78,7 @@ def read_examples(task, path, skip_bad_rows=False, **options):
     Returns:
         An `Examples`: iterate it for the dicts; `.labels` and `.report` describe them.
 
-    Example:
+    Examples:
         >>> import pathlib, tempfile
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "dev.tsv"
         >>> _ = path.write_text("index\\tsentence1\\tsentence2\\tlabel\\n"

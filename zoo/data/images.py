@@ -24,7 +24,7 @@ def load_image(path, image_size, mean=VIT_MEAN, std=VIT_STD):
         mean: per-channel mean subtracted after scaling to [0, 1].
         std: per-channel standard deviation divided by.
 
-    Example:
+    Examples:
         >>> load_image("cat.png", 224).shape  # doctest: +SKIP
         TensorShape([224, 224, 3])
     """
@@ -67,7 +67,7 @@ def image_dataset(examples, image_size, batch_size, mean=VIT_MEAN, std=VIT_STD,
         seed: shuffle seed.
         drop_remainder: drop a last partial batch.
 
-    Example:
+    Examples:
         >>> ds = image_dataset([{"path": "cat.png", "label": 3}], 224, 32)  # doctest: +SKIP
         >>> x, y = next(iter(ds))  # doctest: +SKIP
         >>> x["images"].shape  # doctest: +SKIP

@@ -40,7 +40,7 @@ def align_tokens(words, tokenizer, max_sequence_length):
         each token comes from, -1 for [CLS], [SEP] and padding; transformers' `word_ids()` with
         None as -1), and bool `first_token` (True on each word's first sub-token).
 
-    Example:
+    Examples:
         >>> from zoo.tokenizers import WordPieceTokenizer
         >>> tokenizer = WordPieceTokenizer(
         ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "eu", "rej", "##ects", "call"])
@@ -128,7 +128,7 @@ def ner_dataset(examples, tokenizer, label_names, batch_size, max_sequence_lengt
             each token, -1 for [CLS], [SEP] and padding; see `align_tokens`). Off by default,
             as a model's inputs do not include it.
 
-    Example:
+    Examples:
         >>> from zoo.tokenizers import WordPieceTokenizer
         >>> tokenizer = WordPieceTokenizer(
         ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "eu", "rej", "##ects"])

@@ -31,7 +31,7 @@ def pack_bert(segments, sequence_length, cls_token_id, sep_token_id, pad_token_i
     Returns:
         dict of int32 `token_ids`, `segment_ids`, `padding_mask`.
 
-    Example:
+    Examples:
         >>> out = pack_bert((tf.ragged.constant([[5, 6, 7]]), tf.ragged.constant([[8, 9]])),
         ...                 sequence_length=8, cls_token_id=101, sep_token_id=102)
         >>> out["token_ids"].numpy().tolist(), out["segment_ids"].numpy().tolist()
@@ -49,7 +49,7 @@ def pack_gpt_classification(text, sequence_length, start_token_id, extract_token
         dict of int32 `token_ids` and `padding_mask`; the classifier reads the hidden state of
         the extract token, the last real position.
 
-    Example:
+    Examples:
         >>> out = pack_gpt_classification(tf.ragged.constant([[5, 6, 7]]), 6, 40478, 40480)
         >>> out["token_ids"].numpy().tolist()
         [[40478, 5, 6, 7, 40480, 0]]
@@ -61,7 +61,7 @@ def pack_gpt_entailment(premise, hypothesis, sequence_length, start_token_id, de
                         extract_token_id, pad_token_id=0):
     """GPT-1 entailment input `[start; premise; delim; hypothesis; extract]` (section 3.3).
 
-    Example:
+    Examples:
         >>> out = pack_gpt_entailment(tf.ragged.constant([[5, 6]]), tf.ragged.constant([[7]]),
         ...                           6, 40478, 40479, 40480)
         >>> out["token_ids"].numpy().tolist()
@@ -81,7 +81,7 @@ def pack_gpt_similarity(first, second, sequence_length, start_token_id, delimite
     Returns:
         dict of int32 `token_ids` and `padding_mask`, each (batch, 2, sequence_length).
 
-    Example:
+    Examples:
         >>> out = pack_gpt_similarity(tf.ragged.constant([[5]]), tf.ragged.constant([[7, 8]]),
         ...                           6, 1, 2, 3)
         >>> out["token_ids"].numpy().tolist()
@@ -106,7 +106,7 @@ def pack_gpt_multiple_choice(context, choices, sequence_length, start_token_id,
     Returns:
         dict of int32 `token_ids` and `padding_mask`, each (batch, num_choices, sequence_length).
 
-    Example:
+    Examples:
         >>> out = pack_gpt_multiple_choice(
         ...     tf.ragged.constant([[5, 6]]), [tf.ragged.constant([[7]]),
         ...                                    tf.ragged.constant([[8, 9]])], 6, 1, 2, 3)
@@ -137,7 +137,7 @@ def pack_bert_multiple_choice(context, choices, sequence_length, cls_token_id, s
         dict of int32 `token_ids`, `segment_ids`, `padding_mask`, each (batch, num_choices,
         sequence_length).
 
-    Example:
+    Examples:
         >>> out = pack_bert_multiple_choice(
         ...     tf.ragged.constant([[5, 6, 7]]), [tf.ragged.constant([[8]]),
         ...                                       tf.ragged.constant([[8, 9]])], 7, 101, 102)
@@ -173,7 +173,7 @@ def trim_padding(inputs, multiple):
         inputs: dict of packed tensors (..., sequence_length) with a `padding_mask`.
         multiple: the bucket width in tokens; 0 or None returns `inputs` unchanged.
 
-    Example:
+    Examples:
         >>> x = pack_bert(tf.ragged.constant([[5, 6, 7]]), 16, 101, 102)
         >>> {k: v.shape.as_list() for k, v in trim_padding(x, 4).items()}
         {'token_ids': [1, 8], 'segment_ids': [1, 8], 'padding_mask': [1, 8]}

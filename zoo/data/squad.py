@@ -87,7 +87,7 @@ def squad_windows(examples, tokenizer, max_sequence_length=384, doc_stride=128,
         its most context (`run_squad.py` `_check_is_max_context`; post-processing takes answer
         starts only there).
 
-    Example:
+    Examples:
         >>> from zoo.tokenizers import WordPieceTokenizer
         >>> tokenizer = WordPieceTokenizer(
         ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "?", "ann", "did", "."])
@@ -194,7 +194,7 @@ def squad_dataset(windows, batch_size, shuffle_buffer=0, seed=None, drop_remaind
         seed: shuffle seed.
         drop_remainder: drop a last partial batch.
 
-    Example:
+    Examples:
         >>> ds = squad_dataset(windows, batch_size=32, shuffle_buffer=10_000)  # doctest: +SKIP
     """
     x = {key: windows[key] for key in ("token_ids", "segment_ids", "padding_mask")}

@@ -255,7 +255,7 @@ def with_bfloat16_weights(model):
     inference only: training needs float32 master weights. `export` serves every
     mixed_bfloat16 model this way.
 
-    Example:
+    Examples:
         >>> import zoo
         >>> model = zoo.models.create("bert_tiny", num_layers=1)
         >>> served = with_bfloat16_weights(model)

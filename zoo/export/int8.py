@@ -43,7 +43,7 @@ WEIGHT_LEVELS = 63  # 7-bit weights: see the module docstring
 def quantize_kernel(kernel):
     """(int8 kernel [in, out], float32 column scales [out]): kernel ~ q * scale.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> q, scale = quantize_kernel(np.array([[0.5, -2.0], [-1.0, 1.0]]))
         >>> q.tolist(), [round(float(s), 4) for s in scale]
@@ -130,7 +130,7 @@ def dense_layers(model):
     too) calls its int8 form; yields a tf.Module holding the int8 weights, for the
     SavedModel to save instead of the float32 kernels. The model is as before afterwards.
 
-    Example:
+    Examples:
         >>> import numpy as np, keras
         >>> init = keras.initializers.GlorotUniform(seed=0)  # largest difference over 200
         >>> model = keras.Sequential([keras.Input((8,)),  # seeds: 0.038
@@ -191,7 +191,7 @@ def serving_form(model):
     export needs TensorFlow's oneDNN kernels anyway; the float32 export keeps portable ops).
     Yields `dense_layers`' module, with `norms`: the number of LayerNorms served so.
 
-    Example:
+    Examples:
         >>> import numpy as np, keras, tensorflow as tf
         >>> init = keras.initializers.GlorotUniform(seed=0)  # largest difference over 60
         >>> model = keras.Sequential([keras.Input((8,)),  # seeds: 0.037

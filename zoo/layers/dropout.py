@@ -35,7 +35,7 @@ class Dropout(keras.layers.Dropout):
     Args:
         rate, noise_shape, seed: those of `keras.layers.Dropout`.
 
-    Example:
+    Examples:
         >>> import numpy as np, keras, zoo
         >>> x = np.ones((2, 3), "float32")
         >>> ours = zoo.layers.Dropout(0.5, seed=1)(x, training=True)  # eager: Keras' masks

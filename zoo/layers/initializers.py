@@ -12,7 +12,7 @@ import keras
 def clone_initializer(initializer):
     """A new initializer of the same kind and settings; an unseeded one draws a new seed.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> init = keras.initializers.TruncatedNormal(stddev=0.02)
         >>> bool(np.array_equal(init((2, 2)), init((2, 2))))

@@ -123,10 +123,9 @@ class RowDropout(Dropout):
     embeddings dropout was the one left alone, and cost more than any block dropout of the
     same size (docs/measurements.md).
 
-    Args:
-        rate, noise_shape, seed: those of `keras.layers.Dropout`.
+    Its arguments are `keras.layers.Dropout`'s (`rate`, `noise_shape`, `seed`).
 
-    Example:
+    Examples:
         >>> import numpy as np, keras, zoo
         >>> x = np.ones((2, 3, 4), "float32")
         >>> ours = zoo.layers.RowDropout(0.5, seed=1)(x, training=True)

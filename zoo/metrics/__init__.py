@@ -54,7 +54,7 @@ def compute(task, gold, predicted):
         gold: the labels as the data writes them ("1", "entailment"); floats for glue/stsb.
         predicted: the predictions, in the same form and order.
 
-    Example:
+    Examples:
         >>> compute("glue/mrpc", ["1", "0", "1", "1"], ["1", "0", "0", "1"])
         {'f1': 0.8, 'accuracy': 0.75}
     """
@@ -126,7 +126,7 @@ def score(task, gold_path, predictions_path, **options):
     Returns:
         {metric: value, ..., "examples": number of examples}.
 
-    Example:
+    Examples:
         >>> import pathlib, tempfile
         >>> folder = pathlib.Path(tempfile.mkdtemp())
         >>> _ = (folder / "dev.tsv").write_text("index\\tsentence1\\tsentence2\\tlabel\\n"

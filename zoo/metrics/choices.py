@@ -30,7 +30,7 @@ TASKS = names("multiple_choice")  # swag, race, story_cloze
 def race_level(example_id):
     """The RACE level of a question id: "middle", "high", or None for another id.
 
-    Example:
+    Examples:
         >>> race_level("high1234.txt-0"), race_level("middle1.txt-2")
         ('high', 'middle')
     """
@@ -47,7 +47,7 @@ def accuracy(task, ids, gold, predicted):
         gold: the gold choice indices.
         predicted: the predicted indices; None (a missing prediction) counts as wrong.
 
-    Example:
+    Examples:
         >>> accuracy("race", ["high1.txt-0", "middle1.txt-0", "middle1.txt-1", "high2.txt-0"],
         ...          [0, 1, 2, 3], [0, 1, 0, None])
         {'accuracy': 50.0, 'middle_accuracy': 50.0, 'high_accuracy': 50.0}
@@ -72,7 +72,7 @@ def accuracy(task, ids, gold, predicted):
 def write_predictions(path, ids, predicted):
     """Write `id<TAB>prediction` rows, the file `zoo score` reads (atomically).
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> path = tempfile.mkdtemp() + "/predictions/dev.tsv"
         >>> write_predictions(path, ["high1.txt-0", "high1.txt-1"], [2, 0])
@@ -136,7 +136,7 @@ def score_choices(task, gold_path, predictions_path, **_):
             for RACE, a directory of its .txt files (dev, or dev/high) or one file.
         predictions_path: the `id<TAB>prediction` TSV that `zoo evaluate` writes.
 
-    Example:
+    Examples:
         >>> import pathlib, tempfile
         >>> folder = pathlib.Path(tempfile.mkdtemp())
         >>> _ = (folder / "val.csv").write_text(

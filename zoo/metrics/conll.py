@@ -32,7 +32,7 @@ _TYPES = set(ENTITY_TYPES)
 def entity_spans(tags):
     """The entities of one sentence's tags as (type, start, end) with `end` exclusive.
 
-    Example:
+    Examples:
         >>> entity_spans(["I-PER", "I-PER", "O", "B-LOC", "B-LOC", "I-ORG"])
         [('PER', 0, 2), ('LOC', 3, 4), ('LOC', 4, 5), ('ORG', 5, 6)]
     """
@@ -67,7 +67,7 @@ def entity_scores(gold, predicted):
         "<TYPE>_f1" for every type in gold or predictions, "entities" (gold),
         "predicted_entities", "tokens"}.
 
-    Example:
+    Examples:
         >>> entity_scores([["B-PER", "I-PER", "O", "B-LOC"]], [["B-PER", "I-PER", "O", "O"]])
         ... # doctest: +NORMALIZE_WHITESPACE
         {'precision': 100.0, 'recall': 50.0, 'f1': 66.66666666666667, 'accuracy': 75.0,
@@ -181,7 +181,7 @@ def write_predictions(gold_path, predicted, out_path):
         out_path: where to write (atomically); the separator of each line (tab or space) is
             kept.
 
-    Example:
+    Examples:
         >>> import pathlib, tempfile
         >>> folder = pathlib.Path(tempfile.mkdtemp())
         >>> _ = (folder / "valid.txt").write_text("EU\\tB-ORG\\nrejects\\tO\\n\\n")

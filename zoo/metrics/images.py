@@ -14,7 +14,7 @@ from zoo.metrics.predictions import read_predictions
 def accuracy(gold, predicted):
     """The fraction of predictions equal to the gold label (top-1 accuracy).
 
-    Example:
+    Examples:
         >>> accuracy(["cat", "dog", "dog"], ["cat", "cat", "dog"])
         0.6666666666666666
     """

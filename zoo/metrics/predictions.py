@@ -23,7 +23,7 @@ def write_predictions(path, predictions):
     file is written to a temporary file beside `path` and renamed into place; a storage fault
     is a `zoo.storage.StorageError` "writing the predictions PATH: <reason>".
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> path = tempfile.mkdtemp() + "/predictions/dev.tsv"
         >>> write_predictions(path, [2.5, 0.1])
@@ -55,7 +55,7 @@ def read_predictions(path, num_examples, labels=None, parse=None):
     Returns:
         The predictions ordered by index: label strings, or floats when `labels` is None.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> path = tempfile.mkdtemp() + "/dev.tsv"
         >>> _ = open(path, "w").write("index\\tprediction\\n1\\t0\\n0\\t1\\n")

@@ -38,7 +38,7 @@ _PUNCTUATION = set(string.punctuation)
 def normalize_answer(text):
     """Lower case, punctuation and the articles a / an / the removed, whitespace collapsed.
 
-    Example:
+    Examples:
         >>> normalize_answer("The  Eiffel-Tower, (Paris)!")
         'eiffeltower paris'
     """
@@ -96,7 +96,7 @@ def _check_ids(gold, predictions, predictions_path, what="predictions"):
 def squad_v1(gold, predictions, predictions_path="predictions"):
     """evaluate-v1.1.py: `exact_match` and `f1` (0-100) of {id: answer} against {id: [answers]}.
 
-    Example:
+    Examples:
         >>> squad_v1({"q1": ["the cat"], "q2": ["dog", "a big dog"]}, {"q1": "Cat.", "q2": "big"})
         {'exact_match': 50.0, 'f1': 83.33333333333333}
     """
@@ -136,7 +136,7 @@ def squad_v2(gold, predictions, na_probs=None, na_prob_thresh=1.0,
             threshold search (`best_exact`, `best_exact_thresh`, `best_f1`, `best_f1_thresh`).
         na_prob_thresh: a prediction whose no-answer score exceeds this counts as "".
 
-    Example:
+    Examples:
         >>> squad_v2({"q1": ["Paris"], "q2": []}, {"q1": "paris", "q2": ""})["f1"]
         100.0
     """
@@ -231,7 +231,7 @@ def score(task, gold_path, predictions_path, na_prob=None, **_):
         predictions_path: {question id: answer text} JSON ("" for no answer).
         na_prob: (squad_v2) {question id: no-answer score} JSON, for the threshold search.
 
-    Example:
+    Examples:
         >>> score("squad_v2", "dev-v2.0.json", "predictions/dev.json",
         ...       na_prob="predictions/dev_na_prob.json")  # doctest: +SKIP
         {'exact': 71.2, 'f1': 74.5, 'total': 11873, ..., 'best_f1_thresh': -2.1}

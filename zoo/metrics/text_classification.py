@@ -28,7 +28,7 @@ def single_label_metrics(gold, predicted, labels):
     """Accuracy, macro F1 and each label's precision, recall and F1 (`labels`: the names to
     report, in order), as python floats.
 
-    Example:
+    Examples:
         >>> single_label_metrics(["a", "b", "b"], ["a", "b", "a"], ["a", "b"])["macro_f1"]
         0.6666666666666666
     """
@@ -56,7 +56,7 @@ def multi_label_metrics(gold, predicted, labels):
     """Micro and macro F1 over `labels` and the exact-match ratio (sklearn's subset accuracy)
     of label sets (lists or tuples of names).
 
-    Example:
+    Examples:
         >>> multi_label_metrics([("a",), ("a", "b")], [("a",), ("a",)], ["a", "b"])
         {'micro_f1': 0.8, 'macro_f1': 0.5, 'exact_match': 0.5}
     """

@@ -30,7 +30,7 @@ def create(name, **overrides):
     Any constructor argument of the backbone is an override, e.g. a size from BERT's Table 6:
     `create("bert_base", num_layers=6, hidden_dim=768, num_heads=12)`.
 
-    Example:
+    Examples:
         >>> import zoo
         >>> zoo.models.create("bert_tiny").count_params()
         4385920
@@ -58,7 +58,7 @@ def count_parameters(name, **overrides):
     which this calls: the count is for planning (e.g. `zoo reproduce --dry-run`), not beside a
     model in use.
 
-    Example:
+    Examples:
         >>> import zoo
         >>> zoo.models.count_parameters("bert_base", num_layers=6)
         66955008

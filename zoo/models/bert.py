@@ -45,7 +45,7 @@ class BertBackbone(Backbone):
             under the causal mask sees only itself: the only position that sees the whole
             input, as GPT-1's classifier reads its last token (BERT does not say which it read).
 
-    Example:
+    Examples:
         >>> import numpy as np, zoo
         >>> model = zoo.models.create("bert_tiny")
         >>> ids = np.array([[101, 7592, 102, 0]])

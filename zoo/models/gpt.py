@@ -37,7 +37,7 @@ class GPTBackbone(Backbone):
         activation: "gelu_approximate" (the tanh form of OpenAI's code and of transformers'
             OpenAIGPTModel) or "gelu" (the exact erf form).
 
-    Example:
+    Examples:
         >>> import numpy as np, zoo
         >>> model = zoo.models.create("gpt1", num_layers=2, hidden_dim=64, num_heads=2)
         >>> ids = np.array([[40, 250, 3]])

@@ -47,7 +47,7 @@ def layout_map(mesh, shard_embeddings=True):
     Returns:
         A `keras.distribution.LayoutMap`.
 
-    Example:
+    Examples:
         >>> import keras  # doctest: +SKIP
         >>> mesh = keras.distribution.DeviceMesh((1, 2), ("batch", "model"))  # doctest: +SKIP
         >>> keras.distribution.set_distribution(keras.distribution.ModelParallel(

@@ -48,7 +48,7 @@ class LSTMBackbone(Backbone):
         dropout: dropout on the embeddings and on each LSTM layer's output.
         max_sequence_length: the longest sequence the tasks may pack (no position table).
 
-    Example:
+    Examples:
         >>> import numpy as np, zoo
         >>> model = zoo.models.create("gpt1_lstm", hidden_dim=32)
         >>> ids = np.array([[40, 250, 3]])

@@ -38,7 +38,7 @@ class ViTBackbone(Backbone):
         activation: MLP activation ("gelu" = exact erf form).
         pooler: add the tanh dense pre-logits layer on the class token.
 
-    Example:
+    Examples:
         >>> import numpy as np, zoo
         >>> model = zoo.models.create("vit_tiny16", image_size=32)
         >>> out = model({"images": np.zeros((1, 32, 32, 3), "float32")})

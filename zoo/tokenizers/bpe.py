@@ -104,7 +104,7 @@ class GPTTokenizer(base.Tokenizer):
         special_tokens: tokens appended to the vocabulary if missing (in order), e.g.
             `GPT1_SPECIAL_TOKENS` for GPT-1's fine-tuning transformations.
 
-    Example:
+    Examples:
         >>> vocab = {"<unk>": 0, "l": 1, "o": 2, "w</w>": 3, "lo": 4, "low</w>": 5, "e": 6,
         ...          "r</w>": 7, "w": 8, "low": 9, "er</w>": 10, "lower</w>": 11}
         >>> merges = ["l o", "lo w</w>", "e r</w>", "lo w", "low er</w>"]
@@ -273,7 +273,7 @@ class ByteLevelBPETokenizer(base.Tokenizer):
         add_prefix_space: prepend a space to text that does not start with one, so the first
             word is tokenized like the others.
 
-    Example:
+    Examples:
         >>> table = bytes_to_unicode()
         >>> vocab = {table[b]: b for b in range(256)}
         >>> vocab.update({"he": 256, "ll": 257, "hell": 258, "Ġw": 259})

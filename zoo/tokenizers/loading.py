@@ -28,7 +28,7 @@ def from_huggingface(path, **overrides):
         path: the directory.
         **overrides: constructor arguments that win over the config (e.g. `lowercase=False`).
 
-    Example:
+    Examples:
         >>> import os, tempfile
         >>> path = tempfile.mkdtemp()
         >>> with open(os.path.join(path, "vocab.txt"), "w") as f:
@@ -45,7 +45,7 @@ def from_directory(path, **overrides):
     Same files as a Hugging Face directory (see `from_huggingface`), but tokenizer_config.json
     is required, so a trained vocabulary always loads with the settings it was trained with.
 
-    Example:
+    Examples:
         >>> tokenizer = from_directory("runs/vocab")  # doctest: +SKIP
     """
     return _load(path, require_config=True, overrides=overrides)

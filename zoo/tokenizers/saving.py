@@ -33,7 +33,7 @@ def save_huggingface(tokenizer, path, model_max_length=None, split_special_token
     Returns:
         the names of the files written, sorted.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from zoo.tokenizers import WordPieceTokenizer
         >>> tokenizer = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi"])

@@ -23,8 +23,8 @@ def train_vocabulary(corpus_files, size, kind, out, lowercase=True):
     learner (`tensorflow_text.tools.wordpiece_vocab`, the BERT vocabulary algorithm) searches a
     frequency threshold giving 95-100% of `size` tokens, but always keeps every character of
     the (at most 1000-character) alphabet and its "##" form, so a small `size` on a corpus with
-    many distinct characters comes out larger. Writes vocab.txt with [PAD] [UNK] [CLS] [SEP]
-    [MASK] as ids 0-4.
+    many distinct characters comes out larger. Writes vocab.txt with `[PAD] [UNK] [CLS] [SEP]
+    [MASK]` as ids 0-4.
     bpe: GPT-1 style BPE (`</w>` word-final symbols, `<unk>` = id 0) learned by the Hugging Face
     `tokenizers` trainer on the same BERT normalization and word splitting; writes vocab.json +
     merges.txt. With `lowercase=False` the result is cased, which transformers'
@@ -43,7 +43,7 @@ def train_vocabulary(corpus_files, size, kind, out, lowercase=True):
     Returns:
         The tokenizer for the new vocabulary (`from_directory(out)`).
 
-    Example:
+    Examples:
         >>> import os, tempfile
         >>> tmp = tempfile.mkdtemp()
         >>> with open(os.path.join(tmp, "corpus.txt"), "w") as f:

@@ -36,10 +36,14 @@ class WordPieceTokenizer(base.Tokenizer):
         split_on_cjk: make each CJK ideograph a word.
         suffix_indicator: prefix of word-continuation pieces.
         max_input_chars_per_word: longer words become `unk_token` (100 in BERT).
-        unk_token, cls_token, sep_token, pad_token, mask_token: special tokens; all must be in
-            the vocabulary. Their ids are `unk_token_id`, `cls_token_id`, ...
+        unk_token: the unknown token; it and the four below must be in the vocabulary, their
+            ids are `unk_token_id`, `cls_token_id`, ...
+        cls_token: the classification token, first of every sequence.
+        sep_token: the separator, after each segment.
+        pad_token: the padding token.
+        mask_token: the masked-LM token.
 
-    Example:
+    Examples:
         >>> tokenizer = WordPieceTokenizer(
         ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "qu", "##ick", "!"])
         >>> tokenizer(["The quick!", ""]).to_list()

@@ -108,7 +108,7 @@ def mask_tokens(token_ids, *, vocabulary_size, mask_token_id, unselectable_token
         `mask_positions` (int32), `mask_ids` (int32, the original ids) and `mask_weights`
         (float32, 1 for a real prediction, 0 for padding).
 
-    Example:
+    Examples:
         >>> ids = tf.ragged.constant([[2, 5, 6, 7, 3], [2, 8, 3]])
         >>> out = mask_tokens(ids, vocabulary_size=10, mask_token_id=4,
         ...                   unselectable_token_ids=[0, 2, 3, 4], mask_selection_length=2)
@@ -200,7 +200,7 @@ def pretraining_dataset(files, batch_size, max_sequence_length, *, mask_selectio
             files k, k + n, ... (or, with fewer files than pipelines, every n-th record of
             them all) and draws its masks from its own seed.
 
-    Example:
+    Examples:
         >>> ds = pretraining_dataset("pretrain/seq128/*.tfrecord", 32, 128)  # doctest: +SKIP
         >>> x, y, sample_weight = next(iter(ds))  # doctest: +SKIP
     """

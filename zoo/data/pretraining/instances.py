@@ -114,7 +114,7 @@ def create_instances(documents, max_sequence_length, rng, short_seq_prob=0.1, du
         short_seq_prob: probability of a shorter target length (0.1 in the original).
         dupe_factor: passes over the documents, each splitting them into pairs anew.
 
-    Example:
+    Examples:
         >>> import random
         >>> docs = [[[1, 2], [3, 4], [5]], [[6, 7], [8]]]
         >>> pairs = create_instances(docs, 16, random.Random(0))
@@ -323,7 +323,7 @@ def write_pretraining_data(corpus_files, vocab, out, max_sequence_lengths=(128, 
     Returns:
         dict mapping each length to its metadata (also saved as `seq{length}/pretraining.json`).
 
-    Example:
+    Examples:
         >>> write_pretraining_data(["wiki.txt"], "vocab.txt", "pretrain")  # doctest: +SKIP
         >>> ds = pretraining_dataset("pretrain/seq128/*.tfrecord", 32, 128)  # doctest: +SKIP
     """

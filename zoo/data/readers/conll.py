@@ -15,7 +15,7 @@ def to_iob2(tags):
     follows one of the same type; IOB2 (most re-distributions) always starts with B-. The
     conversion leaves IOB2 unchanged.
 
-    Example:
+    Examples:
         >>> to_iob2(["I-PER", "I-PER", "O", "I-LOC", "B-LOC"])
         ['B-PER', 'I-PER', 'O', 'B-LOC', 'B-LOC']
     """

@@ -14,7 +14,7 @@ _IMAGE_SIGNATURES = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a"
 def image_classes(path):
     """The class names of an image folder: its sub-folders, sorted; label i is classes[i].
 
-    Example:
+    Examples:
         >>> image_classes("samples/images/train")  # doctest: +SKIP
         ['circle', 'square', 'triangle']
     """

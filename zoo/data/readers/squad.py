@@ -8,7 +8,7 @@ def squad_version(path):
     """2 when a question of the SQuAD JSON document at `path` has an "is_impossible" field
     (SQuAD 2.0 writes one on every question, 1.1 on none), else 1.
 
-    Example:
+    Examples:
         >>> import json, pathlib, tempfile
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "mine.json"
         >>> _ = path.write_text(json.dumps({"data": [{"paragraphs": [{"context": "It rained.",

@@ -37,7 +37,7 @@ def table_format(path, format=None):  # noqa: A002 - the name of the config fiel
     """The format of `path`, one of FORMATS: `format` if given, "folder" for a directory, else
     by extension (case-insensitive; .json is read as JSON lines; no .gz).
 
-    Example:
+    Examples:
         >>> table_format("reviews/train.CSV"), table_format("dev.ndjson", None)
         ('csv', 'jsonl')
     """
@@ -97,7 +97,7 @@ def read_rows(rows, report, text_column="text", text_pair_column=None, label_col
     DataFrame. Row i (0-based) has the id str(i) unless `id_column` is given; errors name
     `where` and "row i".
 
-    Example:
+    Examples:
         >>> from zoo.data.readers.errors import Report
         >>> list(read_rows([{"text": "A fine film.", "label": "pos"}], Report("rows")))
         [{'id': '0', 'sentence1': 'A fine film.', 'label': 'pos'}]

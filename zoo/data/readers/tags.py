@@ -29,7 +29,7 @@ def tags_format(path, format=None):  # noqa: A002 - the name of the config field
     """The format of `path`, one of TAG_FORMATS: `format` if given, else by extension
     (case-insensitive; .json is read as JSON lines).
 
-    Example:
+    Examples:
         >>> tags_format("genes/train.CONLL"), tags_format("dev.ndjson")
         ('conll', 'jsonl')
     """
@@ -209,7 +209,7 @@ def tag_scheme(tag_sequences):
     as in CoNLL-2003's original files), "IOBES" (S- or E- prefixes) or "none" (a tag that is
     neither O nor B-, I-, E- or S-TYPE, e.g. part-of-speech tags).
 
-    Example:
+    Examples:
         >>> tag_scheme([["B-GENE", "I-GENE", "O"]]), tag_scheme([["I-PER", "O"]])
         ('IOB2', 'IOB1')
     """
@@ -228,7 +228,7 @@ def to_iob2_entities(tags, scheme):
     entity (so an I-X or E-X after it starts a new one, as conlleval and seqeval read such
     ill-formed predictions); IOB2 unchanged.
 
-    Example:
+    Examples:
         >>> to_iob2_entities(["S-LOC", "O", "B-PER", "E-PER", "E-PER"], "IOBES")
         ['B-LOC', 'O', 'B-PER', 'I-PER', 'B-PER']
     """

@@ -51,7 +51,7 @@ def numbered_lines(path, report=None, keep_ends=False):
     drop what it belonged to.
     Without a `report` every bad row is an error. An empty file is an error.
 
-    Example:
+    Examples:
         >>> import pathlib, tempfile
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "dev.tsv"
         >>> _ = path.write_bytes(b"\\xef\\xbb\\xbfindex\\tlabel\\r\\n0\\t1\\n")

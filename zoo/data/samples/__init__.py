@@ -22,7 +22,7 @@ a few epochs, so demos and tests train well above chance without a download:
     images       each class is one shape in its own colour family (circle, square, triangle)
     corpus       one document per person or film: one sentence per line, blank line between
 
-Example:
+Examples:
     >>> import tempfile
     >>> from zoo.data import read_examples
     >>> from zoo.data.samples import LAYOUT, write_samples
@@ -71,7 +71,7 @@ def write_samples(out, seed=0, train_rows=TRAIN):
     Returns:
         The manifest: {"seed", "tasks": {task: {split: path under out}}, "corpus"}.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> manifest = write_samples(tempfile.mkdtemp() + "/samples")
         >>> manifest["tasks"]["glue/mnli"]["dev_matched"]

@@ -31,7 +31,7 @@ class BertClassifier(HeadModel):
         dropout: dropout on the pooled vector.
         lstm_units: units per direction of the BiLSTM; None: no BiLSTM.
 
-    Example:
+    Examples:
         >>> import numpy as np, zoo
         >>> backbone = zoo.models.create("bert_tiny", num_layers=1, vocabulary_size=50)
         >>> model = zoo.models.BertClassifier(backbone, num_classes=3)
@@ -85,7 +85,7 @@ class BertSpanQA(HeadModel):
         backbone: a `zoo.models.BertBackbone`.
         lstm_units: units per direction of the BiLSTM; None: no BiLSTM.
 
-    Example:
+    Examples:
         >>> import numpy as np, zoo
         >>> backbone = zoo.models.create("bert_tiny", num_layers=1, vocabulary_size=50)
         >>> model = zoo.models.BertSpanQA(backbone)
@@ -144,7 +144,7 @@ class GPTClassifier(HeadModel):
             classifier").
         lm: also output the language-model logits.
 
-    Example:
+    Examples:
         >>> import numpy as np, zoo
         >>> backbone = zoo.models.create("gpt1", num_layers=1, hidden_dim=32, num_heads=2,
         ...                              vocabulary_size=60)
@@ -217,7 +217,7 @@ class BertMultipleChoice(HeadModel):
         num_choices: choices per example (SWAG and RACE 4, Story Cloze 2).
         dropout: dropout on the pooled vector.
 
-    Example:
+    Examples:
         >>> import numpy as np, zoo
         >>> backbone = zoo.models.create("bert_tiny", num_layers=1, vocabulary_size=50)
         >>> model = zoo.models.BertMultipleChoice(backbone, num_choices=2)

@@ -20,7 +20,7 @@ class ViTClassifier(HeadModel):
         logits_only: output only `logits`, as a training head does (the image_folder task),
             so `model.fit` needs labels for nothing else.
 
-    Example:
+    Examples:
         >>> import numpy as np, zoo.convert
         >>> backbone = zoo.models.create("vit_tiny16", image_size=32, num_layers=1, pooler=False)
         >>> model = zoo.convert.ViTClassifier(backbone, num_classes=10)

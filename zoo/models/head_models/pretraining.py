@@ -27,7 +27,7 @@ class BertPretrainingModel(HeadModel):
         masked_lm: add the masked-LM head.
         next_sentence: add the next-sentence head; needs the backbone's pooler.
 
-    Example:
+    Examples:
         >>> import numpy as np, zoo.convert
         >>> backbone = zoo.models.create("bert_tiny", num_layers=1)
         >>> model = zoo.convert.BertPretrainingModel(backbone)
@@ -77,7 +77,7 @@ class GPTLanguageModel(HeadModel):
     Args:
         backbone: a `zoo.models.GPTBackbone`.
 
-    Example:
+    Examples:
         >>> import numpy as np, zoo.convert
         >>> backbone = zoo.models.create("gpt1", num_layers=1, hidden_dim=64, num_heads=2)
         >>> model = zoo.convert.GPTLanguageModel(backbone)
@@ -111,7 +111,7 @@ class BertPretrainer(HeadModel):
         backbone: a `zoo.models.BertBackbone`.
         next_sentence: add the next-sentence head (off: the "No NSP" row of BERT Table 5).
 
-    Example:
+    Examples:
         >>> import numpy as np, zoo
         >>> backbone = zoo.models.create("bert_tiny", num_layers=1, vocabulary_size=50)
         >>> model = zoo.models.BertPretrainer(backbone)

@@ -25,7 +25,7 @@ class BertTokenClassifier(HeadModel):
         num_tags: the size of the tag set.
         dropout: dropout on the token vectors.
 
-    Example:
+    Examples:
         >>> import numpy as np, zoo
         >>> backbone = zoo.models.create("bert_tiny", num_layers=1, vocabulary_size=50)
         >>> model = zoo.models.BertTokenClassifier(backbone, num_tags=9)
@@ -129,7 +129,7 @@ class BertFeatureTagger(HeadModel):
         lstm_units: units per direction of each BiLSTM layer (768 in the paper).
         dropout: dropout on the BiLSTM output, before the classifier.
 
-    Example:
+    Examples:
         >>> import numpy as np, zoo
         >>> backbone = zoo.models.create("bert_tiny", num_layers=4, vocabulary_size=50,
         ...                              return_hidden_states=True)
