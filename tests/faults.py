@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 
-from tools.main import main
+from zoo_cli.main import main
 from zoo import files
 from zoo.training import backups
 

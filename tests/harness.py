@@ -31,7 +31,7 @@ def shared_run(tmp_path_factory, worker_id, name, config):
 
     from filelock import FileLock
 
-    from tasks import runs
+    from zoo_tasks import runs
 
     base = (tmp_path_factory.mktemp(name) if worker_id == "master"
             else tmp_path_factory.getbasetemp().parent / "shared_runs" / name)
@@ -142,7 +142,8 @@ for line in sys.stdin:
         requests, show = pickle.load(f)
     results, shown = serve(requests, show)
     gc.collect()
-    leaked = sorted(m for m in sys.modules if m.split(".")[0] in ("zoo", "tasks", "tools", "tests"))
+    leaked = sorted(m for m in sys.modules
+                    if m.split(".")[0] in ("zoo", "zoo_tasks", "zoo_cli", "tests"))
     with open(out_path, "wb") as f:
         pickle.dump({"results": results, "shown": shown, "leaked": leaked}, f)
     print("served", out_path, flush=True)

@@ -35,7 +35,7 @@ def _table(text, heading):
 def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_path):
     out = tmp_path / "docs" / "benchmarks.md"
     proc = subprocess.run(
-        [sys.executable, "-m", "tools.main", "benchmark", "all", "--tiny", "--families", "bert",
+        [sys.executable, "-m", "zoo_cli.main", "benchmark", "all", "--tiny", "--families", "bert",
          "--backends", "tensorflow", "--batches", "2", "--repeats", "1", "--no-bf16",
          "--sequence-length", "16", "--workers", "1", "--out", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=1200)
@@ -108,9 +108,9 @@ def test_zoo_bfloat16_contenders_compute_what_mixed_bfloat16_computes(tmp_path, 
     dense and embedding weights stored in bfloat16, `export.with_bfloat16_weights`); keras-hub
     under its mixed_bfloat16 only. The two zoo contenders compute the same bits, so their
     distance from transformers' float32 output is the same number, a bfloat16-sized one."""
-    from tools.benchmark import weights, workers
+    from zoo_cli.benchmark import weights, workers
 
-    monkeypatch.chdir(REPO)  # the workers import tools.benchmark.workers from here
+    monkeypatch.chdir(REPO)  # the workers import zoo_cli.benchmark.workers from here
     root = str(tmp_path)
     weights.prepare_weights(root, ["bert"], [2], 16, tiny=True)
     # ONNX Runtime has no bfloat16 contender here: its worker is not started.

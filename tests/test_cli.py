@@ -2,7 +2,7 @@
 
 import pytest
 
-from tools import main as cli
+from zoo_cli import main as cli
 
 
 def test_help_lists_every_command(capsys):
@@ -67,7 +67,7 @@ def test_help_version_and_usage_errors_answer_without_tensorflow():
 
     code = """
 import contextlib, io, sys
-from tools import main
+from zoo_cli import main
 out = {}
 for argv in (["--help"], ["--version"], ["train", "--help"], ["train"]):
     stdout, stderr = io.StringIO(), io.StringIO()
@@ -84,7 +84,7 @@ print(repr(out))
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = eval(proc.stdout)  # the repr of a dict of strings, ints and tuples
-    assert out["--version"] == (0, f"zoo {metadata.version('zoo')}\n", "")
+    assert out["--version"] == (0, f"zoo {metadata.version('zoo-models')}\n", "")
     assert out["--help"][0] == 0 and out["--help"][1].startswith("usage: zoo")
     assert out["--help"][2] == ""
     assert out["train --help"][0] == 0 and "--experiment" in out["train --help"][1]
@@ -93,4 +93,4 @@ print(repr(out))
 
     import zoo
 
-    assert zoo.__version__ == metadata.version("zoo")
+    assert zoo.__version__ == metadata.version(zoo.DISTRIBUTION)

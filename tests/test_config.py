@@ -31,9 +31,9 @@ def test_every_experiment_resolves_and_says_how_to_run_it(path):
     name = os.path.relpath(path, config_lib.CONFIG_ROOT)[:-5]
     assert f"zoo train --experiment {name}" in text  # the header gives the command
     assert "Paper" in text or "paper" in text  # ... and the paper's number
-    import tasks
+    import zoo_tasks
 
-    assert config.task in tasks.TASKS
+    assert config.task in zoo_tasks.TASKS
 
 
 def test_paper_hyperparameters_are_encoded():

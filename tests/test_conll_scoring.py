@@ -10,7 +10,7 @@ import random
 import pytest
 from seqeval import metrics as seqeval
 
-from tools.main import main as cli
+from zoo_cli.main import main as cli
 from zoo.data import DataError
 from zoo.metrics import conll, score
 

@@ -565,7 +565,7 @@ def _break(kind, src):
 @pytest.mark.parametrize("kind", ["model_type", "bin_only", "missing", "shape", "truncated",
                                   "unused"])
 def test_bad_input_is_one_clear_error_and_writes_nothing(kind, cases, tmp_path, capsys):
-    from tools.main import main
+    from zoo_cli.main import main
 
     src = tmp_path / "src"
     shutil.copytree(cases / "bert" / "hf", src)
@@ -682,7 +682,7 @@ def test_export_never_drops_learned_values():
 
 
 def test_cli_refuses_flags_that_do_not_apply(cases, tmp_path, capsys):
-    from tools.main import main
+    from zoo_cli.main import main
 
     keras_file = tmp_path / "bert.keras"
     zoo.convert.from_huggingface(cases / "bert" / "hf").save(keras_file)
@@ -718,7 +718,7 @@ def test_gpt_dropout_difference_is_reported(cases, tmp_path):
 # === Command line ===
 
 def test_cli_detects_each_format_and_writes_loadable_files(cases, tmp_path, capsys):
-    from tools.main import main
+    from zoo_cli.main import main
 
     sources = {
         "bert_pretraining": cases / "bert_pretraining" / "hf",
@@ -752,7 +752,7 @@ def test_cli_reads_and_writes_remote_paths(cases):
     as `gs://`): each format read from there, written there, and the outputs unchanged."""
     import os
 
-    from tools.main import main
+    from zoo_cli.main import main
     from zoo import files
 
     base = f"ram://convert_{os.getpid()}"
@@ -784,7 +784,7 @@ def test_a_transformers_5_folder_fine_tunes_with_init_checkpoint_alone(family, s
     import tensorflow as tf
     import transformers
 
-    from tools.main import main as cli
+    from zoo_cli.main import main as cli
     from zoo import tokenizers
 
     folder = tmp_path / "hf"

@@ -8,7 +8,7 @@ import json
 import pytest
 from sklearn.metrics import accuracy_score
 
-from tools.main import main as cli
+from zoo_cli.main import main as cli
 from zoo import config as config_lib
 from zoo.data.corpus import split_sentences, write_corpus
 
@@ -96,7 +96,7 @@ def test_two_workers_write_the_corpus_one_process_writes(tmp_path):
 def test_the_bag_of_words_baseline_scores_the_dev_file_as_scikit_learn_does(tmp_path):
     """A learnable rule (the word "great" or "awful" decides): the baseline's metrics.json
     and its predictions file agree with scikit-learn's accuracy on the gold labels."""
-    from tasks import baselines
+    from zoo_tasks import baselines
 
     def write(split, count, offset):
         for i in range(count):

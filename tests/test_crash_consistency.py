@@ -39,7 +39,7 @@ def start(args, fault=None, where=None):
     """`zoo train ARGS` in a fresh process, with `fault` injected at the write `where`
     (`tests.faults`); stdout and stderr apart."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
-    module = ["tests.faults", fault, where, "--"] if fault else ["tools.main"]
+    module = ["tests.faults", fault, where, "--"] if fault else ["zoo_cli.main"]
     return subprocess.Popen([sys.executable, "-m", *module, "train", *args], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -13,7 +13,7 @@ import os
 import numpy as np
 import pytest
 
-from tasks import data_order
+from zoo_tasks import data_order
 from tests.test_training import TINY
 from zoo import config as config_lib
 from zoo.data.samples import LAYOUT
@@ -46,12 +46,12 @@ CASES = {
 
 
 def pair(sample_data, case):
-    import tasks
+    import zoo_tasks
 
     experiment, name, overrides = CASES[case]
     base = overrides(sample_data)
-    full = tasks.create(name, config_lib.resolve(experiment, base))
-    cut = tasks.create(name, config_lib.resolve(experiment, base + CUT))
+    full = zoo_tasks.create(name, config_lib.resolve(experiment, base))
+    cut = zoo_tasks.create(name, config_lib.resolve(experiment, base + CUT))
     return full, cut
 
 

@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 import zoo
-from tasks import runs
+from zoo_tasks import runs
 from tests.harness import REPO, saved_model_signatures, serve_fresh
 from tests.test_training import TINY, mrpc
-from tools.main import main as cli
+from zoo_cli.main import main as cli
 from zoo import export
 
 
@@ -44,7 +44,7 @@ def pipeline(run_dir, split="dev", labels=True):
     """The in-process answers of a run on a dev split: columns, probabilities or scores,
     labels — what `zoo evaluate` computes (labels=False: None, one prediction pass fewer)."""
     config, task, model = runs.load_task(str(run_dir))
-    from tasks.base import inference_model
+    from zoo_tasks.base import inference_model
 
     columns = task.examples(split)
     logits = inference_model(model).predict(task.dataset(split).map(lambda x, *_: x),
@@ -183,7 +183,7 @@ def test_a_left_to_right_run_with_a_bilstm_exports_and_other_tasks_refuse_the_bi
     """BERT Table 5 "LTR & No NSP + BiLSTM": a causal BERT with a BiLSTM under the classifier
     trains, serves what it evaluates, and is refused by `zoo convert --to hf` (no transformers
     model computes it); a task family without that head refuses `model.bilstm`."""
-    import tasks
+    import zoo_tasks
     from zoo import config as config_lib
 
     run_dir = _train(sample_data, tmp_path / "run", "bert/glue_sst2", "SST-2",
@@ -202,7 +202,7 @@ def test_a_left_to_right_run_with_a_bilstm_exports_and_other_tasks_refuse_the_bi
         config = config_lib.resolve(experiment, ["model.bilstm=true"])
         with pytest.raises(config_lib.ConfigError, match=f"model.bilstm: {name} with "
                            f"{config.model.preset} has no BiLSTM head"):
-            tasks.create(name, config)
+            zoo_tasks.create(name, config)
 
 
 def test_the_lstm_of_gpt1_table5_pretrains_fine_tunes_and_serves(sample_data, tmp_path, capsys):
@@ -270,7 +270,7 @@ def test_a_mixed_precision_run_exports_with_its_policy(sample_data, tmp_path):
 # the exit code is the first non-zero one.
 _ZOO_COMMANDS = """
 import json, sys
-from tools.main import main
+from zoo_cli.main import main
 for command in json.loads(sys.argv[1]):
     code = main(command)
     if code:
@@ -302,10 +302,10 @@ def test_a_run_trained_on_another_backend_exports_and_answers_like_its_evaluatio
     rows = (run_dir / "predictions" / "dev.tsv").read_text().splitlines()[1:]
     backend_labels = [row.split("\t")[1] for row in rows]
     path = runs.export_run(str(run_dir), str(tmp_path / "exports"), progress=lambda _: None)
-    import tasks
+    import zoo_tasks
     from zoo import config as config_lib
 
-    columns = tasks.create("glue/mrpc", config_lib.resolve(
+    columns = zoo_tasks.create("glue/mrpc", config_lib.resolve(
         "bert/glue_mrpc", mrpc(sample_data))).examples("dev")  # the dev pairs, no model
     [out] = serve_fresh(path, [{"sentence1": columns["sentence1"],
                                 "sentence2": columns["sentence2"]}])
@@ -329,7 +329,7 @@ def test_a_killed_export_leaves_no_version_and_the_next_one_succeeds(mrpc_export
     run_dir, _ = mrpc_export
     base = tmp_path / "exports"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
-    proc = subprocess.Popen([sys.executable, "-m", "tools.main", "export", "--run-dir",
+    proc = subprocess.Popen([sys.executable, "-m", "zoo_cli.main", "export", "--run-dir",
                              str(run_dir), "--out", str(base)], cwd=REPO, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
@@ -380,7 +380,7 @@ def test_zoo_predict_reads_json_lines_like_tf_serving_instances(mrpc_export, mrp
 
 
 def test_the_demo_ends_with_an_export_and_a_prediction(mrpc_export, tmp_path, capsys):
-    from tools import demo
+    from zoo_cli import demo
 
     run_dir, _ = mrpc_export
     demo.export_and_predict(str(run_dir), str(tmp_path / "exports" / "mrpc"),

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tasks import runs
+from zoo_tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_images import vit_run
-from tools.main import main as cli
+from zoo_cli.main import main as cli
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,10 @@ import json
 import numpy as np
 import pytest
 
-from tasks import runs
+from zoo_tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_training import TINY
-from tools.main import main as cli
+from zoo_cli.main import main as cli
 
 PROMPTS = ["the film is", "a movie about", "it was the best of times , it was the worst"]
 LONG = "the movie is good . " * 5000  # 100,000 characters
@@ -123,7 +123,7 @@ def test_a_converted_gpt_run_generates_like_the_export_in_transformers_pipeline(
     import torch
     import transformers
 
-    from tools.main import main as cli
+    from zoo_cli.main import main as cli
 
     task, model, path, served = gpt
     out = tmp_path / "hf"
@@ -252,7 +252,7 @@ def test_a_converted_bert_pretraining_run_fills_blanks_like_the_export(bert, tmp
 
     import transformers
 
-    from tools.main import main as cli
+    from zoo_cli.main import main as cli
 
     task, model, path, (served, *_) = bert
     out = tmp_path / "hf"

@@ -14,7 +14,7 @@ import os
 import numpy as np
 import pytest
 
-from tasks import runs
+from zoo_tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_multiple_choice import DEV, LENGTH, TRAIN
 from tests.test_training import TINY
@@ -49,7 +49,7 @@ def softmax(logits):
 
 @pytest.mark.parametrize("task_name, style", list(cases()))
 def test_export_equals_the_python_pipeline(sample_data, tmp_path, task_name, style):
-    from tasks.base import inference_model
+    from zoo_tasks.base import inference_model
 
     root = sample_data["root"]
     run_dir = tmp_path / "run"
@@ -148,8 +148,8 @@ def test_export_equals_the_python_pipeline(sample_data, tmp_path, task_name, sty
 def test_bert_sentence_b_in_the_graph_equals_python(sample_data):
     import tensorflow as tf
 
-    from tasks.multiple_choice import _sentence_b
-    from tasks.serving.multiple_choice import sentence_b_graph
+    from zoo_tasks.multiple_choice import _sentence_b
+    from zoo_tasks.serving.multiple_choice import sentence_b_graph
 
     pairs = [(e["question"], c) for e in read_examples("race", sample_data["root"] / LAYOUT[
         "race"][DEV["race"]]) for c in e["choices"]]
@@ -173,7 +173,7 @@ def test_serving_packing_equals_the_datasets(sample_data, task_name, style):
     for token, in every task and style (no training: the model part is the one above)."""
     import tensorflow as tf
 
-    from tasks.serving.multiple_choice import packed_inputs
+    from zoo_tasks.serving.multiple_choice import packed_inputs
     from tests.test_multiple_choice import _task
 
     task = _task(sample_data, task_name, style, LENGTH[task_name, style])

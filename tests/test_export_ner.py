@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tasks import runs
+from zoo_tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_ner import fine_tuned_run, overrides  # noqa: F401  (a fixture)
 from zoo import config as config_lib
@@ -114,7 +114,7 @@ def test_a_converted_run_tags_like_the_export_in_transformers_pipeline(fine_tune
     import torch
     import transformers
 
-    from tools.main import main as cli
+    from zoo_cli.main import main as cli
 
     _, task, model = fine_tuned
     out = tmp_path / "hf"

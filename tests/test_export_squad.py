@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from tasks import runs
+from zoo_tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_span_qa import overrides
 from tests.test_training import TINY
@@ -45,7 +45,7 @@ def bad_inputs():
 def python_answer(task, model, inputs, tau):
     """squad_windows + the model + best_spans + τ on one question (the text decoded as the
     tokenizer reads it: invalid bytes as U+FFFD)."""
-    from tasks.span_qa import best_spans
+    from zoo_tasks.span_qa import best_spans
     from zoo.data.squad import squad_windows
 
     def text(value):
@@ -183,7 +183,7 @@ def test_a_converted_run_answers_like_the_export_in_transformers_pipeline(export
     import torch
     import transformers
 
-    from tools.main import main as cli
+    from zoo_cli.main import main as cli
 
     run = exports["squad_v1"]
     out = tmp_path / "hf"
@@ -306,13 +306,13 @@ def test_graph_windows_equal_squad_windows(sample_data, length, stride, query):
     above the window; questions cut)."""
     import tensorflow as tf
 
-    import tasks
+    import zoo_tasks
     from zoo.data.squad import squad_windows_graph
 
     config = config_lib.resolve("bert/squad_v2", overrides(
         sample_data, f"data.sequence_length={length}", f"data.doc_stride={stride}",
         f"data.max_query_length={query}"))
-    task = tasks.create("squad_v2", config, check_data=False)
+    task = zoo_tasks.create("squad_v2", config, check_data=False)
     examples, expected = task.examples("dev"), task.windows("dev")
     tok = task.tokenizer
     ids, starts, ends = tok.tokenize_with_offsets(tf.constant([e["context"] for e in examples]))
@@ -325,13 +325,13 @@ def test_graph_windows_equal_squad_windows(sample_data, length, stride, query):
 
 
 def test_tau_is_read_from_the_run_or_zero(sample_data, tmp_path):
-    import tasks
+    import zoo_tasks
 
     config = config_lib.resolve("bert/squad_v2", overrides(sample_data))
-    task = tasks.create("squad_v2", config, check_data=False)
+    task = zoo_tasks.create("squad_v2", config, check_data=False)
     assert task.null_threshold(str(tmp_path)) == 0.0  # no null_threshold.json: τ = 0
     (tmp_path / "null_threshold.json").write_text(json.dumps({"tau": -1.25}))
     assert task.null_threshold(str(tmp_path)) == -1.25
-    v1 = tasks.create("squad_v1", config_lib.resolve("bert/squad_v1", overrides(sample_data)),
+    v1 = zoo_tasks.create("squad_v1", config_lib.resolve("bert/squad_v1", overrides(sample_data)),
                       check_data=False)
     assert v1.null_threshold(str(tmp_path)) == 0.0  # v1.1 always answers

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, matthews_corrcoef
 
-import tasks
-from tasks import zero_shot
-from tools.main import main as cli
+import zoo_tasks
+from zoo_tasks import zero_shot
+from zoo_cli.main import main as cli
 from zoo import config as config_lib
 from zoo.data import read_examples
 from zoo.data.samples import LAYOUT
@@ -46,7 +46,7 @@ def _task(sample_data, checkpoint, *overrides):
         "model.preset=gpt1", f"model.init_checkpoint={checkpoint}",
         f"model.vocabulary={sample_data['bpe']}",
         f"data.dir={sample_data['root'] / 'glue' / 'SST-2'}", *overrides])
-    return tasks.create("glue/sst2", config)
+    return zoo_tasks.create("glue/sst2", config)
 
 
 def _weights(backbone):

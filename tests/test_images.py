@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score
 
-import tasks
+import zoo_tasks
 from tests.harness import shared_run
 from tests.test_optimization import cosine_reference
-from tools.main import main as cli
+from zoo_cli.main import main as cli
 from zoo import config as config_lib
 from zoo import training
 from zoo.data import DataError
@@ -93,9 +93,9 @@ def test_a_truncated_image_is_named_or_counted(sample_data, tmp_path, caplog):
     bad.write_bytes(data[:len(data) // 2])  # the PNG signature is intact, the data is not
     config = config_lib.resolve({"task": "image_folder"}, image_overrides(root))
     with pytest.raises(DataError, match=r"square_0001\.png: image does not decode"):
-        tasks.create("image_folder", config)
+        zoo_tasks.create("image_folder", config)
     config.data.skip_bad_rows = True
-    task = tasks.create("image_folder", config)
+    task = zoo_tasks.create("image_folder", config)
     columns = task.examples("train")
     assert len(columns["path"]) == 11 and str(bad) not in columns["path"]
     report = columns["report"]
@@ -109,7 +109,7 @@ def test_class_folders_must_match_between_splits(sample_data, tmp_path):
     os.rename(root / "test" / "triangle", root / "test" / "star")
     config = config_lib.resolve({"task": "image_folder"}, image_overrides(root))
     with pytest.raises(DataError, match="class folders differ from the train split's"):
-        tasks.create("image_folder", config)
+        zoo_tasks.create("image_folder", config)
 
 
 def test_the_vit_experiment_builds_sgd_with_momentum_clipping_and_cosine_decay():
@@ -144,7 +144,7 @@ def test_fine_tuning_at_a_higher_resolution_interpolates_the_position_embeddings
         f"data.dir={root}", f"model.init_checkpoint={checkpoint}",
         "model.backbone.image_size=48", "train.batch_size=8", "train.steps=3",
         "train.warmup_steps=0", "train.learning_rate=0.01"])
-    task = tasks.create("image_folder", config)
+    task = zoo_tasks.create("image_folder", config)
     model = task.build_model()
     backbone = model.backbone
     reference = small.with_image_size(48)
@@ -172,7 +172,7 @@ def test_the_training_stream_resumes_exactly_and_depends_on_the_seed(sample_data
     def labels(seed, skip, batches):
         config = config_lib.resolve({"task": "image_folder"}, image_overrides(
             root, f"train.seed={seed}", "train.batch_size=4"))
-        ds = tasks.create("image_folder", config).dataset("train", repeat=True,
+        ds = zoo_tasks.create("image_folder", config).dataset("train", repeat=True,
                                                           skip_batches=skip)
         return [y["logits"].numpy().tolist() for _, y, _ in ds.take(batches)]
 

@@ -13,7 +13,7 @@ import os
 import numpy as np
 import pytest
 
-from tasks import runs
+from zoo_tasks import runs
 from tests.harness import run_in_backend
 from zoo import config as config_lib
 from zoo import training
@@ -224,7 +224,7 @@ def _assert_trains_like_one_device(result, strategy, label):
 
 
 def test_model_fit_with_a_task_runs_on_jax(trained):
-    """tasks.create -> build_model -> compile -> fit under JAX (tests/test_training.py's
+    """zoo_tasks.create -> build_model -> compile -> fit under JAX (tests/test_training.py's
     `fit_on_backend`, run in this module's JAX process)."""
     result = {key[len("fit:"):]: value for key, value in trained.items()
               if key.startswith("fit:")}

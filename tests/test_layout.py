@@ -1,4 +1,4 @@
-"""The house rules of the tree: imports run tools/ -> tasks/ -> zoo/, files stay small, a
+"""The house rules of the tree: imports run zoo_cli/ -> zoo_tasks/ -> zoo/, files stay small, a
 module uses only the public names of another, modules import each other without a cycle,
 and an import inside a function says why it is there.
 
@@ -15,7 +15,7 @@ import pytest
 from tests.harness import REPO
 
 # A package may import the packages below it, never one above it.
-LAYERS = {"zoo": 0, "tasks": 1, "tools": 2}
+LAYERS = {"zoo": 0, "zoo_tasks": 1, "zoo_cli": 2}
 MAX_LINES = 500
 
 
@@ -51,18 +51,18 @@ def test_imports_run_from_tools_to_tasks_to_zoo():
         for line, top in _imported(path):
             if top in LAYERS and LAYERS[top] > layer:
                 wrong.append(f"{path}:{line} imports {top}")
-    assert not wrong, "imports against tools -> tasks -> zoo:\n" + "\n".join(wrong)
+    assert not wrong, "imports against zoo_cli -> zoo_tasks -> zoo:\n" + "\n".join(wrong)
 
 
 def test_the_import_check_sees_lazy_and_relative_imports(tmp_path, monkeypatch):
     module = tmp_path / "zoo" / "sub" / "m.py"
     module.parent.mkdir(parents=True)
-    module.write_text("def f():\n    import tasks.runs\n    from .. import tools\n"
+    module.write_text("def f():\n    import zoo_tasks.runs\n    from .. import tools\n"
                       "from . import x\n")
     monkeypatch.setattr("tests.test_layout.REPO", str(tmp_path))
     assert sorted(_imported(os.path.join("zoo", "sub", "m.py"))) == [
-        (2, "tasks"), (3, "zoo"), (4, "zoo")]
-    with pytest.raises(AssertionError, match=r"zoo/sub/m.py:2 imports tasks"):
+        (2, "zoo_tasks"), (3, "zoo"), (4, "zoo")]
+    with pytest.raises(AssertionError, match=r"zoo/sub/m.py:2 imports zoo_tasks"):
         test_imports_run_from_tools_to_tasks_to_zoo()
 
 

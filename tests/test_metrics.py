@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 from sklearn import metrics as sk
 
-from tools import main as cli
+from zoo_cli import main as cli
 from zoo.data import BENCHMARKS, read_examples
 from zoo.data.samples import LAYOUT, write_samples
 from zoo.metrics import METRICS, compute, read_predictions, write_predictions

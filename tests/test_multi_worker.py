@@ -25,7 +25,7 @@ import pytest
 
 from tests.harness import REPO
 from tests.test_training import mrpc
-from tools.main import main as cli
+from zoo_cli.main import main as cli
 from zoo.training import backups
 
 SETTINGS = ["train.steps=12", "train.eval_every=4", "train.optimizer=sgd",
@@ -44,7 +44,7 @@ def _ports(n):
 
 
 def _command(sample_data, run_dir, *extra, experiment="bert/glue_mrpc"):
-    args = [sys.executable, "-m", "tools.main", "train", "--experiment", experiment,
+    args = [sys.executable, "-m", "zoo_cli.main", "train", "--experiment", experiment,
             "--run-dir", str(run_dir)]
     for value in (mrpc(sample_data, *SETTINGS, *extra) if experiment == "bert/glue_mrpc"
                   else extra):

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score
 
-from tasks import runs
+from zoo_tasks import runs
 from tests.test_training import TINY, WIDE
-from tools.main import main as cli
+from zoo_cli.main import main as cli
 from zoo import config as config_lib
 from zoo import metrics as metrics_lib
 from zoo.data import DataError, read_examples
@@ -142,10 +142,10 @@ def _converted_run_answers_alike(run_dir, out, predicted, examples):
 
 
 def _task(sample_data, task, style, length):
-    import tasks
+    import zoo_tasks
 
     root = sample_data["root"]
-    return tasks.create(task, {
+    return zoo_tasks.create(task, {
         "model": {"preset": "bert_tiny" if style == "bert" else "gpt1",
                   "vocabulary": sample_data["wordpiece" if style == "bert" else "bpe"]},
         "data": {"dir": os.path.dirname(root / LAYOUT[task][TRAIN[task]]),

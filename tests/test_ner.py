@@ -15,7 +15,7 @@ import pytest
 
 from tests.harness import shared_run
 from tests.test_training import TINY, WIDE
-from tools.main import main as cli
+from zoo_cli.main import main as cli
 from zoo import config as config_lib
 from zoo import models
 from zoo.data.samples import LAYOUT
@@ -169,12 +169,12 @@ def test_feature_based_experiment_writes_the_table(sample_data, tmp_path, capsys
 
 
 def test_train_stream_resumes_exactly_and_cut_words_are_counted(sample_data):
-    import tasks
+    import zoo_tasks
     from zoo.data.ner import _alignment_report
 
     config = config_lib.resolve("bert/conll2003", overrides(sample_data, "data.sequence_length=8",
                                                             "train.batch_size=4"))
-    task = tasks.create("conll2003", config)
+    task = zoo_tasks.create("conll2003", config)
     stream = task.dataset("train", repeat=True).take(7)
     resumed = task.dataset("train", repeat=True, skip_batches=5).take(2)
     first = [x["token_ids"].numpy() for x, _, _ in stream]

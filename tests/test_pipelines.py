@@ -362,14 +362,15 @@ def test_causal_lm_blocks(tokenizer):
 def test_every_pipeline_prefetches_without_the_autotuning_model(tmp_path):
     """`zoo.data.prefetched` ends every input pipeline: tf.data's autotuning model off, whose
     thread can hold an iterator's destruction for up to 60 s (TF 2.21; see its docstring).
-    No other `.prefetch(` in zoo/, tasks/ or tools/, and the pipelines built here carry the
+    No other `.prefetch(` in zoo/, zoo_tasks/ or zoo_cli/, and the pipelines built here carry the
     option, including through a later `map`."""
     import ast
     import pathlib
 
     root = pathlib.Path(__file__).resolve().parents[1]
     calls = []
-    for path in sorted(p for d in ("zoo", "tasks", "tools") for p in (root / d).rglob("*.py")):
+    packages = ("zoo", "zoo_tasks", "zoo_cli")
+    for path in sorted(p for d in packages for p in (root / d).rglob("*.py")):
         if path.relative_to(root).as_posix() == "zoo/data/pipeline.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):

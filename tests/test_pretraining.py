@@ -258,7 +258,7 @@ def test_pretraining_dataset_trains_with_fit(tmp_path):
 
 
 def test_zoo_data_pretrain_command(tmp_path):
-    from tools.main import main
+    from zoo_cli.main import main
 
     vocab = write_vocab(str(tmp_path))
     corpus = write_corpus(str(tmp_path / "corpus.txt"), 30)
@@ -281,7 +281,7 @@ def test_zoo_data_pretrain_command(tmp_path):
 
 
 def test_zoo_data_pretrain_reads_and_writes_a_remote_filesystem(tmp_path):
-    from tools.main import main
+    from zoo_cli.main import main
     from zoo import files
 
     base = f"ram://pretrain_{os.getpid()}_{tmp_path.name}"
@@ -477,7 +477,7 @@ def test_beam_writes_the_bytes_of_the_in_process_run_with_one_or_two_workers(tmp
     """The same seed gives the same shards and metadata in this process (`--runner none`) and
     on Beam's DirectRunner with one worker (in this process) and two worker processes, for
     BERT's pairs and the causal-LM ids; and NSP is 50/50 within 1 % over ~25,000 pairs."""
-    from tools.main import main
+    from zoo_cli.main import main
 
     vocab = write_vocab(str(tmp_path))
     corpus = [write_corpus(str(tmp_path / "one.txt"), 900, seed=6),
@@ -583,7 +583,7 @@ def test_each_input_pipeline_reads_its_own_records(tmp_path, shards):
 def test_a_resumed_pipeline_skips_whole_steps(sample_data, tmp_path):
     """Resuming at step k, a pipeline feeding two replicas skips 2k of its batches: the first
     batch after the skip is the one an uninterrupted run draws at step k, masks included."""
-    import tasks
+    import zoo_tasks
     from zoo import config as config_lib
 
     write_pretraining_data([str(sample_data["root"] / "corpus" / "corpus.txt")],
@@ -593,7 +593,7 @@ def test_a_resumed_pipeline_skips_whole_steps(sample_data, tmp_path):
         "model.preset=bert_tiny", f"model.vocabulary={sample_data['wordpiece']}",
         f"data.dir={tmp_path}", "train.batch_size=8",
         "data.phases=[{sequence_length: 32, fraction: 1.0}]"])
-    task = tasks.create(config.task, config)
+    task = zoo_tasks.create(config.task, config)
     [phase] = task.phases(training.Schedule(config.train, task.steps_per_epoch()))
     pipeline = context(0, 1, 2)
     uninterrupted = [batch for batch in phase.dataset(0, input_context=pipeline).take(8)]

@@ -4,7 +4,7 @@ redraws; a bar on a terminal."""
 import io
 import time
 
-from tools.main import main as cli
+from zoo_cli.main import main as cli
 from zoo import progress
 
 

@@ -12,11 +12,11 @@ import shutil
 
 import pytest
 
-import tasks
-from tasks import runs
+import zoo_tasks
+from zoo_tasks import runs
 from tests.harness import serve_fresh
 from tests.test_training import TINY
-from tools.main import main as cli
+from zoo_cli.main import main as cli
 from zoo import config as config_lib
 from zoo.data.readers.squad import squad_version
 
@@ -93,4 +93,4 @@ def test_a_missing_file_is_named(sample_data):
         f"model.vocabulary={sample_data['wordpiece']}"])
     with pytest.raises(config_lib.ConfigError, match=r"data.train_file: missing; the train file "
                                                      r"of your data \(a SQuAD v1.1 or v2.0"):
-        tasks.create("question_answering", config)
+        zoo_tasks.create("question_answering", config)

@@ -890,7 +890,7 @@ def test_conll_two_column_layouts(tmp_path, separator, scheme, docstart):
 
 
 def test_conll_layout_is_reported_and_kept_for_the_whole_file(tmp_path, capsys):
-    from tools.main import main as cli
+    from zoo_cli.main import main as cli
 
     path = write(tmp_path, "test.txt", "EU\tB-ORG\nrejects\tO\n\nPeter\tB-PER\n")
     assert cli(["data", "check", "conll2003", str(path)]) == 0

@@ -14,10 +14,10 @@ import sys
 import pytest
 import yaml
 
-from tasks import reproduce
-from tasks.reproduce import run as run_lib
+from zoo_tasks import reproduce
+from zoo_tasks.reproduce import run as run_lib
 from tests.harness import REPO, wait_for_backup
-from tools.main import main as cli
+from zoo_cli.main import main as cli
 from zoo import config as config_lib
 
 
@@ -233,7 +233,7 @@ def _reproduce(table, sample_data, run_dir):
     # hash-map order, so two learnt vocabularies of the same corpus can differ
     # (huggingface/tokenizers#1794); a reproduction learns its own once and keeps it.
     return subprocess.Popen(
-        [sys.executable, "-m", "tools.main", "reproduce", str(table), "--data-root",
+        [sys.executable, "-m", "zoo_cli.main", "reproduce", str(table), "--data-root",
          str(sample_data["root"]), "--run-dir", str(run_dir), "--set",
          f"model.vocabulary={sample_data['bpe']}"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -446,7 +446,7 @@ def test_the_imdb_table_runs_from_review_folders_beside_bag_of_words_and_transfo
     commands = (run / "commands.sh").read_text(encoding="utf-8")
     assert f"zoo data corpus --from {root / 'train'} --out" in commands
     assert "--strip-html" in commands
-    assert ("python -m tasks.baselines bag_of_words --experiment bert/text_classification"
+    assert ("python -m zoo_tasks.baselines bag_of_words --experiment bert/text_classification"
             in commands)
     # The transformers row: zoo's pretraining's settings, trained by transformers after all of
     # zoo's steps; its cell starts from the model it saved and is scored on the same file.

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from tests.test_training import mrpc, zoo_train
-from tools.main import main as cli
+from zoo_cli.main import main as cli
 from zoo.training import run_lock
 
 

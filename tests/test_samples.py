@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from tools.main import main
+from zoo_cli.main import main
 from zoo.data import BENCHMARKS, read_examples
 from zoo.data.samples import CORPUS, FIRST, KINDS, LAST, LAYOUT, MANIFEST, write_samples
 
@@ -132,7 +132,7 @@ def test_corpus_is_one_sentence_per_line_with_blank_lines_between_documents(samp
 def test_same_seed_same_bytes_in_any_process(samples, tmp_path):
     # A fresh process with another hash seed: set or dict-of-hash order must not leak in.
     env = dict(os.environ, PYTHONHASHSEED="12345", TF_CPP_MIN_LOG_LEVEL="3")
-    subprocess.run([sys.executable, "-m", "tools.main", "data", "samples", "--out",
+    subprocess.run([sys.executable, "-m", "zoo_cli.main", "data", "samples", "--out",
                     str(tmp_path / "again")], cwd=REPO, env=env, check=True, capture_output=True)
     write_samples(tmp_path / "other", seed=1)
     assert tree_digest(tmp_path / "again") == tree_digest(samples)

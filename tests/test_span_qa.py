@@ -13,7 +13,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tasks.runs import train as train_run
+from zoo_tasks.runs import train as train_run
 from tests.test_training import WIDE
 from zoo import config as config_lib
 from zoo.data import DataError
@@ -83,7 +83,7 @@ def test_squad_v2_trains_and_tunes_the_null_threshold(sample_data, runs):
 
 
 def test_zoo_score_reproduces_zoo_evaluate(sample_data, runs, capsys):
-    from tools.main import main
+    from zoo_cli.main import main
 
     capsys.readouterr()  # the training runs' output
     for task in ("squad_v1", "squad_v2"):
@@ -116,10 +116,10 @@ def test_zoo_score_reproduces_zoo_evaluate(sample_data, runs, capsys):
 
 
 def test_training_stream_resumes_exactly_and_gpt_is_refused(sample_data):
-    import tasks
+    import zoo_tasks
 
     config = config_lib.resolve("bert/squad_v1", overrides(sample_data, "train.batch_size=8"))
-    task = tasks.create("squad_v1", config)
+    task = zoo_tasks.create("squad_v1", config)
     windows = len(task.windows("train")["token_ids"])
     assert windows > len(task.examples("train"))  # some contexts have several windows
     steps = -(-windows // 8) + 3  # across the end of the first pass
@@ -131,14 +131,14 @@ def test_training_stream_resumes_exactly_and_gpt_is_refused(sample_data):
     resumed = ids(task.dataset("train", repeat=True, skip_batches=steps - 5), 5)
     assert all((a == b).all() for a, b in zip(full[-5:], resumed))
     with pytest.raises(config_lib.ConfigError, match="needs a BERT preset"):
-        tasks.create("squad_v1", config_lib.resolve("bert/squad_v1", ["model.preset=gpt1"]))
+        zoo_tasks.create("squad_v1", config_lib.resolve("bert/squad_v1", ["model.preset=gpt1"]))
 
 
 # === Post-processing ===
 
 
 def test_best_span_over_two_windows_maps_back_to_the_context():
-    from tasks.span_qa import best_spans
+    from zoo_tasks.span_qa import best_spans
     from zoo.data.squad import squad_windows
     from zoo.tokenizers import WordPieceTokenizer
 
@@ -315,7 +315,7 @@ def broken_copy(sample_data, tmp_path, task, change):
 
 
 def test_bad_answer_start_names_file_and_id_in_zoo_train(sample_data, tmp_path, capsys):
-    from tools.main import main
+    from zoo_cli.main import main
 
     def shift(document):
         qa = document["data"][0]["paragraphs"][1]["qas"][0]
@@ -333,7 +333,7 @@ def test_bad_answer_start_names_file_and_id_in_zoo_train(sample_data, tmp_path, 
 
 
 def test_empty_context_is_an_error_or_a_counted_skip(sample_data, tmp_path):
-    import tasks
+    import zoo_tasks
 
     def empty(document):
         paragraph = document["data"][2]["paragraphs"][0]
@@ -345,11 +345,11 @@ def test_empty_context_is_an_error_or_a_counted_skip(sample_data, tmp_path):
     folder, path, qa_id = broken_copy(sample_data, tmp_path, "squad_v2", empty)
     config = config_lib.resolve("bert/squad_v2", overrides(sample_data, f"data.dir={folder}"))
     with pytest.raises(DataError, match="empty context") as error:
-        tasks.create("squad_v2", config)
+        zoo_tasks.create("squad_v2", config)
     assert str(path) in str(error.value) and qa_id in str(error.value)
     config = config_lib.resolve("bert/squad_v2", overrides(
         sample_data, f"data.dir={folder}", "data.skip_bad_rows=true"))
-    task = tasks.create("squad_v2", config)
+    task = zoo_tasks.create("squad_v2", config)
     questions = len(json.loads(path.read_text())["data"][2]["paragraphs"][0]["qas"])
     total = sum(len(p["qas"]) for a in json.loads(path.read_text())["data"]
                 for p in a["paragraphs"])

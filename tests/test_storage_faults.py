@@ -17,7 +17,7 @@ import sys
 import pytest
 import tensorflow as tf
 
-from tools.main import main as cli
+from zoo_cli.main import main as cli
 from zoo.metrics.predictions import write_predictions
 from zoo.storage import StorageError, storage_message, storage_operation, storage_reason
 
@@ -51,12 +51,12 @@ def fill(directory, leave=8 * 1024):
 
 
 def zoo(*args, traceback=False):
-    """(exit status, stderr lines) of `python -m tools.main ARGS` in a fresh process."""
+    """(exit status, stderr lines) of `python -m zoo_cli.main ARGS` in a fresh process."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
     env.pop("ZOO_TRACEBACK", None)
     if traceback:
         env["ZOO_TRACEBACK"] = "1"
-    done = subprocess.run([sys.executable, "-m", "tools.main", *map(str, args)], cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "zoo_cli.main", *map(str, args)], cwd=REPO,
                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                           timeout=300)
     return done.returncode, done.stderr.splitlines()
@@ -85,7 +85,7 @@ def tiny(tmp_path_factory):
                   "train.eval_every=2"]:
         args += ["--set", value]
     assert cli(args) == 0
-    from tasks import runs
+    from zoo_tasks import runs
 
     export = runs.export_run(str(root / "run"), str(root / "exports"), progress=lambda _: None)
     return {"root": root, "run": root / "run", "export": export, "vocab": root / "vocab",
@@ -200,7 +200,7 @@ def test_storage_faults_are_told_from_other_errors():
             convert(error)
         assert raised.value is error
     assert storage_reason(tf.errors.ResourceExhaustedError(None, None, "OOM")) is None
-    # Outside any storage_operation (tools/main.py): one line, TensorFlow's decorations gone.
+    # Outside any storage_operation (zoo_cli/main.py): one line, TensorFlow's decorations gone.
     assert storage_message(no_space) == "out/.tmp-1/variables/x.tempstate1; No space left " \
                                         "on device"
     assert storage_message(tf.errors.PermissionDeniedError(None, None, "gs://b: 403\nmore")) \

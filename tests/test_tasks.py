@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from tasks import runs
+from zoo_tasks import runs
 from tests.test_training import TINY, WIDE
 from zoo import config as config_lib
 from zoo.data import read_examples

@@ -22,11 +22,11 @@ import pytest
 from scipy import stats
 from sklearn import metrics as sk
 
-import tasks
-from tasks import runs
+import zoo_tasks
+from zoo_tasks import runs
 from tests.harness import REPO, serve_fresh
 from tests.test_training import TINY
-from tools.main import main as cli
+from zoo_cli.main import main as cli
 from zoo import config as config_lib
 from zoo.data import DataError
 
@@ -239,7 +239,7 @@ def test_the_export_takes_text_and_answers_with_the_datas_labels(trained, data, 
     texts = [text for text, _ in data["reviews_rows"]["dev"]]
     requests = tmp_path / "requests.jsonl"
     _write_jsonl(requests, [{"text": t} for t in texts])
-    done = subprocess.run([sys.executable, "-m", "tools.main", "predict", "--saved-model",
+    done = subprocess.run([sys.executable, "-m", "zoo_cli.main", "predict", "--saved-model",
                            os.path.dirname(run["export"]), "--input", str(requests)],
                           cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO), capture_output=True,
                           text=True, timeout=300)
@@ -316,12 +316,12 @@ def test_rows_in_memory_give_the_dataset_of_the_same_rows_in_a_file(sample_data,
     import pandas as pd
 
     config = _config(sample_data, "bert", *_reviews(data))
-    from_file = tasks.create("text_classification", config)
+    from_file = zoo_tasks.create("text_classification", config)
     train = [{"review": t, "sentiment": s} for t, s in data["reviews_rows"]["train"]]
     train.append({"review": 'she said "it was, in a word,\r\ncharming" and it is',
                   "sentiment": "positive"})  # the CSV's awkward row, read back from the file
     dev = pd.DataFrame([{"review": t, "sentiment": s} for t, s in data["reviews_rows"]["dev"]])
-    in_memory = tasks.create("text_classification", _config(sample_data, "bert", *_reviews(
+    in_memory = zoo_tasks.create("text_classification", _config(sample_data, "bert", *_reviews(
         data, "data.train_file=null", "data.dev_file=null")), rows={"train": train, "dev": dev})
     assert in_memory.labels == from_file.labels == ("negative", "positive")
     for split in ("train", "dev"):
@@ -355,15 +355,15 @@ def test_bad_labels_are_named_with_their_line(sample_data, data, tmp_path):
     config = _config(sample_data, "bert", *_reviews(data, f"data.dev_file={unseen}"))
     with pytest.raises(DataError, match=rf"^{unseen}:5: unknown label: expected one of "
                                         r"negative, positive, found 'neutral'$"):
-        tasks.create("text_classification", config)
+        zoo_tasks.create("text_classification", config)
     one_class = _write_csv(tmp_path / "train.csv", ["review", "sentiment"],
                            [(t, "positive") for t, _ in rows[:5]])
     config = _config(sample_data, "bert", *_reviews(data, f"data.train_file={one_class}"))
     with pytest.raises(DataError, match="one class: expected at least two labels"):
-        tasks.create("text_classification", config)
+        zoo_tasks.create("text_classification", config)
     config = _config(sample_data, "bert", *_reviews(data, "data.label_column=stars"))
     with pytest.raises(DataError, match=r"missing column: expected a column 'stars', found "
                                         r"columns 'review', 'sentiment'"):
-        tasks.create("text_classification", config)
+        zoo_tasks.create("text_classification", config)
     with pytest.raises(config_lib.ConfigError, match="data.train_file: missing"):
-        tasks.create("text_classification", _config(sample_data, "bert"))
+        zoo_tasks.create("text_classification", _config(sample_data, "bert"))

@@ -12,11 +12,11 @@ import os
 
 import pytest
 
-import tasks
-from tasks import runs
+import zoo_tasks
+from zoo_tasks import runs
 from tests.harness import serve_fresh
 from tests.test_training import TINY
-from tools.main import main as cli
+from zoo_cli.main import main as cli
 from zoo import config as config_lib
 from zoo.data import read_examples
 from zoo.data.readers import to_iob2
@@ -117,7 +117,7 @@ def test_tags_of_no_entity_scheme_are_scored_by_token_accuracy(sample_data, tmp_
     config = config_lib.resolve("bert/token_classification", TINY["bert"] + [
         f"model.vocabulary={sample_data['wordpiece']}", f"data.train_file={train}",
         f"data.dev_file={train}"])
-    task = tasks.create("token_classification", config)
+    task = zoo_tasks.create("token_classification", config)
     assert task.labels == ("DT", "NN", "VBD") and task.main_metric == "accuracy"
     assert task.outside == "DT"  # no "O": a word with no token takes the first tag
 

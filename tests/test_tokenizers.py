@@ -594,7 +594,7 @@ def corpus_file(tmp_path_factory):
 def test_train_vocabulary_cli_round_trip(kind, lowercase, corpus_file, tmp_path):
     import transformers
 
-    from tools.main import main
+    from zoo_cli.main import main
 
     out = tmp_path / "vocab"
     args = ["data", "vocab", "--corpus", corpus_file, "--size", "600", "--kind", kind,

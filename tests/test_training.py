@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 import yaml
 
-from tasks import runs
+from zoo_tasks import runs
 from tests.harness import REPO
 from tests.test_optimization import cosine_reference, linear_reference
-from tools.main import main as cli
+from zoo_cli.main import main as cli
 from zoo import config as config_lib
 from zoo import training
 
@@ -57,7 +57,7 @@ def mrpc(sample_data, *overrides, family="bert"):
 def zoo_train(args, **kwargs):
     """`zoo train ...` in a fresh process (what a user runs)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
-    return subprocess.Popen([sys.executable, "-m", "tools.main", "train", *args], cwd=REPO,
+    return subprocess.Popen([sys.executable, "-m", "zoo_cli.main", "train", *args], cwd=REPO,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             **kwargs)
 
@@ -258,17 +258,17 @@ def test_mirrored_strategy_over_two_cpu_devices(sample_data, tmp_path):
 
 
 def fit_on_backend(root, vocabulary):
-    """tasks.create -> build_model -> compile -> fit, under the current Keras backend, with
+    """zoo_tasks.create -> build_model -> compile -> fit, under the current Keras backend, with
     dynamic padding (32 tokens in buckets of 4); under JAX also the XLA compilations of the
     train step, counted from jax.monitoring's backend-compile events."""
-    import tasks
+    import zoo_tasks
 
     config = config_lib.resolve("bert/glue_sst2", [
         "model.preset=bert_tiny", f"model.vocabulary={vocabulary}",
         f"data.dir={os.path.join(root, 'glue', 'SST-2')}", "data.sequence_length=32",
         "data.pad_to_multiple_of=4", "train.batch_size=8", "train.learning_rate=1e-3",
         "train.epochs=4", "train.jit_compile=true"])
-    task = tasks.create("glue/sst2", config)
+    task = zoo_tasks.create("glue/sst2", config)
     model = task.build_model()
     task.compile(model)
     before = task.evaluate(model, "dev")["accuracy"]
@@ -380,12 +380,12 @@ def test_masked_lm_pretraining_learns_and_fine_tuning_starts_from_it(sample_data
     pretrained = keras.saving.load_model(run_dir / "final.keras")
     assert type(pretrained).__name__ == "BertPretrainer"
     # Fine-tuning takes the run directory as init_checkpoint and starts from its weights.
-    import tasks
+    import zoo_tasks
 
     fine = config_lib.resolve("bert/glue_sst2", [
         "model.preset=bert_tiny", f"model.init_checkpoint={run_dir}",
         f"data.dir={root / 'glue' / 'SST-2'}", "data.sequence_length=32"])
-    model = tasks.create("glue/sst2", fine).build_model()
+    model = zoo_tasks.create("glue/sst2", fine).build_model()
     loaded = {w.path: keras.ops.convert_to_numpy(w) for w in pretrained.backbone.weights}
     for weight in model.backbone.weights:
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(weight), loaded[weight.path])
@@ -394,7 +394,7 @@ def test_masked_lm_pretraining_learns_and_fine_tuning_starts_from_it(sample_data
         "model.preset=bert_tiny", f"model.vocabulary={sample_data['wordpiece']}",
         f"data.dir={tmp_path / 'shards'}", "data.phases=[]", "data.sequence_length=32",
         "model.next_sentence=false", "train.batch_size=16", "train.steps=4"])
-    task = tasks.create(no_nsp.task, no_nsp)
+    task = zoo_tasks.create(no_nsp.task, no_nsp)
     model = task.build_model()
     assert set(model.output) == {"mlm"} and not model.backbone.pooler
 
@@ -419,9 +419,9 @@ def test_left_to_right_pretraining_learns(sample_data, tmp_path, family, capsys)
         "train.warmup_steps=10", "train.learning_rate=2e-3", "train.eval_every=30"])
     runs.train(config, str(run_dir))
     if family == "gpt1":  # the metadata's count is the count of the streamed batches
-        import tasks
+        import zoo_tasks
 
-        task = tasks.create(config.task, config)
+        task = zoo_tasks.create(config.task, config)
         assert task.shards is not None
         assert task.steps_per_epoch() == sum(1 for _ in task._blocks("train", True, 0))
     history = json.loads((run_dir / "metrics.json").read_text())
@@ -532,7 +532,7 @@ def test_mnli_reports_matched_and_mismatched(sample_data, tmp_path, capsys):
                                              ("glue/cola", 0.5)])
 def test_gpt1_input_transformations_and_auxiliary_lm_loss(sample_data, task, lm_weight):
     """Similarity runs both orders; the LM output exists only with lambda > 0; L3 = L2 + λ L1."""
-    import tasks
+    import zoo_tasks
 
     folder = {"glue/mrpc": "MRPC", "glue/rte": "RTE", "glue/cola": "CoLA"}[task]
     config = config_lib.resolve("gpt1/glue_rte", TINY["gpt1"] + [
@@ -540,7 +540,7 @@ def test_gpt1_input_transformations_and_auxiliary_lm_loss(sample_data, task, lm_
         f"data.dir={sample_data['root'] / 'glue' / folder}",
         "data.sequence_length=64", f"train.lm_weight={lm_weight}", "train.batch_size=4"])
     config.task = task
-    t = tasks.create(task, config)
+    t = zoo_tasks.create(task, config)
     x, y, w = next(iter(t.dataset("dev")))
     tok = t.tokenizer
     start, delimiter, extract = (tok.token_to_id(s) for s in tok.special_tokens)
@@ -572,20 +572,20 @@ def test_gpt1_input_transformations_and_auxiliary_lm_loss(sample_data, task, lm_
 
 def test_dynamic_padding_keeps_the_answers_and_bounds_the_traced_shapes(sample_data):
     # Issue #10 item 4: each batch padded to its longest sequence rounded up to a bucket.
-    import tasks
+    import zoo_tasks
 
     def task(multiple):
         config = config_lib.resolve("bert/glue_mrpc", mrpc(
             sample_data, "data.sequence_length=64", f"data.pad_to_multiple_of={multiple}",
             "train.batch_size=4"))
-        return tasks.create("glue/mrpc", config)
+        return zoo_tasks.create("glue/mrpc", config)
 
     padded, bucketed = task(0), task(4)
     widths = {int(x["token_ids"].shape[1]) for x, *_ in bucketed.dataset("train")}
     assert all(w % 4 == 0 and w < 64 for w in widths) and len(widths) >= 2, widths
     assert {int(x["token_ids"].shape[1]) for x, *_ in padded.dataset("dev")} == {64}
     model = padded.build_model()
-    from tasks.base import inference_model
+    from zoo_tasks.base import inference_model
 
     logits = [inference_model(model).predict(t.dataset("dev").map(lambda x, *_: x),
                                               verbose=0)["logits"] for t in (padded, bucketed)]

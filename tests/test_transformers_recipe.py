@@ -4,7 +4,7 @@ The forward pass is checked against transformers elsewhere (test_convert); this 
 step: zoo's loss (masked LM averaged over real predictions, + NSP), AdamW with its decay
 exclusions, the warmup + linear decay schedule and global-norm clipping, as `task.compile`
 builds them, against `BertForPreTraining` / `BertForSequenceClassification` trained by
-torch's AdamW, transformers' schedule and torch's clipping (tasks.transformers_recipe) from
+torch's AdamW, transformers' schedule and torch's clipping (zoo_tasks.transformers_recipe) from
 the same weights (`zoo.convert.to_huggingface`) on the same batches (zoo's own, masked by its
 pipeline). Tiny BERT, dropout 0, float32, 30 steps: the losses of every step agree within
 1e-4 relative, and so do the weights after them (the tolerance measured below).
@@ -24,8 +24,8 @@ transformers = pytest.importorskip("transformers")
 
 import keras  # noqa: E402
 
-import tasks  # noqa: E402
-from tasks import transformers_recipe as recipe  # noqa: E402
+import zoo_tasks  # noqa: E402
+from zoo_tasks import transformers_recipe as recipe  # noqa: E402
 from zoo import config as config_lib  # noqa: E402
 from zoo import convert  # noqa: E402
 
@@ -94,7 +94,7 @@ def _both(experiment, task_name, overrides, hf_class, tmp_path):
     weights in `hf_class`, and STEPS training batches of zoo's pipeline as numpy."""
     config = config_lib.resolve(experiment, [*RECIPE, *overrides])
     keras.utils.set_random_seed(0)
-    task = tasks.create(task_name, config)
+    task = zoo_tasks.create(task_name, config)
     model = task.build_model()
     task.compile(model, total_steps=STEPS, warmup_steps=WARMUP)
     start = _weights(model, tmp_path / "start")
@@ -135,7 +135,7 @@ def test_fine_tuning_steps_equal_transformers_bert_for_sequence_classification(s
 
 
 def test_a_finished_transformers_run_is_kept_unless_overwrite(tmp_path, capsys):
-    """`python -m tasks.transformers_recipe` (the transformers row's commands) refuses to
+    """`python -m zoo_tasks.transformers_recipe` (the transformers row's commands) refuses to
     train over a finished run (its metrics.json), naming it and --overwrite."""
     (tmp_path / "metrics.json").write_text("[]", encoding="utf-8")
     assert recipe.main(["finetune", "--experiment", "bert/text_classification", "--out",

@@ -1,8 +1,12 @@
 """zoo: BERT, GPT-1 and ViT for Keras 3 — the library: layers, models, checkpoints, tokenizers,
-data, metrics, and the mechanisms of training and export. It never imports tasks/ or tools/."""
+data, metrics, and the mechanisms of training and export. It never imports zoo_tasks/ or
+zoo_cli/."""
 
 # Imported so that their classes are registered for `.keras` loading.
 from zoo import convert, layers, models, optimization
+
+
+DISTRIBUTION = "zoo-models"  # setup.cfg's `name`
 
 
 def _version():
@@ -10,7 +14,7 @@ def _version():
     from importlib import metadata
 
     try:
-        return metadata.version("zoo")
+        return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:  # a source tree that was never installed
         return "unknown"
 

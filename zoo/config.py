@@ -24,8 +24,9 @@ import yaml
 
 from zoo import files
 
-CONFIG_ROOT = os.path.join(os.path.dirname(os.path.dirname(files.absolute(__file__))),
-                           "configs", "experiments")
+# The experiment YAMLs are package data (zoo/configs/, in the wheel); the repository's
+# top-level configs/ is a link to them.
+CONFIG_ROOT = os.path.join(os.path.dirname(files.absolute(__file__)), "configs", "experiments")
 
 
 class ConfigError(ValueError):
@@ -223,7 +224,7 @@ class TrainConfig:
 class Experiment:
     """One experiment: the task and its four sections."""
 
-    task: str = _field("", "task name, e.g. glue/mrpc (see `tasks.TASKS`)")
+    task: str = _field("", "task name, e.g. glue/mrpc (see `zoo_tasks.TASKS`)")
     model: ModelConfig = _field(None, "model section", factory=ModelConfig)
     data: DataConfig = _field(None, "data section", factory=DataConfig)
     train: TrainConfig = _field(None, "train section", factory=TrainConfig)

@@ -3,7 +3,7 @@
 
 A path with a scheme goes through `tf.io.gfile`; a local path through Python's own calls, which
 read line by line faster and keep light commands (`zoo --help`, `zoo score`) free of a
-TensorFlow import. Code under zoo/, tasks/ and tools/ reaches user paths only through this
+TensorFlow import. Code under zoo/, zoo_tasks/ and zoo_cli/ reaches user paths only through this
 module (tests/test_files.py walks the AST; the few local-only places are listed there with
 their reasons), so `gs://bucket/...` works wherever a local path does.
 

@@ -18,7 +18,7 @@ message is one line, "{operation} {path}: {reason}", e.g. "writing the export ex
 no space left on device"; the original error stays attached as `__cause__` (the traceback
 `ZOO_TRACEBACK=1` shows). Any other error (a bad value, a TensorFlow out-of-memory, which is
 also a ResourceExhaustedError) passes through unchanged, and so does a `StorageError` raised
-by an inner, more precise `storage_operation`. The command line (tools/main.py) prints a
+by an inner, more precise `storage_operation`. The command line (zoo_cli/main.py) prints a
 storage fault as `zoo CMD: error: <message>` and exits 1; `storage_message` gives that line
 for a fault raised outside any `storage_operation`.
 

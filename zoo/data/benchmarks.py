@@ -3,8 +3,8 @@ the task family that fine-tunes on it. `BENCHMARKS` is the table.
 
 Every other per-benchmark table of the project is read from these records: the readers
 (`zoo.data.read_examples`), the sample data's file layout (`zoo.data.samples.LAYOUT`), the
-metrics and scorers (`zoo.metrics`), GPT-1's zero-shot heuristics (`tasks.zero_shot`) and the
-task registry (`tasks.TASKS`, which maps each `family` to its task class). Adding a benchmark
+metrics and scorers (`zoo.metrics`), GPT-1's zero-shot heuristics (`zoo_tasks.zero_shot`) and the
+task registry (`zoo_tasks.TASKS`, which maps each `family` to its task class). Adding a benchmark
 of an existing family is one record here and an experiment YAML under configs/experiments/.
 
 Label names are in the order label ids use: the order of BERT's `run_classifier.py` and
@@ -36,7 +36,7 @@ class Benchmark:
 
     Args:
         name: the task name ("glue/mrpc"), used by `read_examples`, configs and the CLI.
-        family: the task family that fine-tunes on it, the name of its module in tasks/:
+        family: the task family that fine-tunes on it, the name of its module in zoo_tasks/:
             "classification", "text_classification", "span_qa", "question_answering",
             "multiple_choice", "tagging", "token_classification" or "image_classification".
         labels: label names in label-id order; None when labels are numbers (STS-B scores,
@@ -165,18 +165,18 @@ _TABLE = [
     Benchmark("image_folder", "image_classification", None, read_image_folder,
               {s: f"images/{s}" for s in ("train", "test")}, reads="directory"),
     # Your own data: no official files (`data.train_file` ...), columns and labels as the
-    # data section says (tasks.text_classification), labels found in the training file; the
+    # data section says (zoo_tasks.text_classification), labels found in the training file; the
     # metrics follow from the labels' kind (zoo.metrics.text_classification).
     Benchmark("text_classification", "text_classification", None, read_table, {},
               options=("format", "text_column", "text_pair_column", "label_column",
                        "id_column", "label_kind", "label_separator", "label_required",
                        "labels"),
               reads="file or directory", scoring_options=("data",)),
-    # Your own SQuAD-format JSON (tasks.question_answering): any file names, v1.1 or v2.0
+    # Your own SQuAD-format JSON (zoo_tasks.question_answering): any file names, v1.1 or v2.0
     # (`data.version_2`, or detected from the training file).
     Benchmark("question_answering", "question_answering", None, read_squad_file, {},
               options=("version",), scoring_options=("na_prob", "data")),
-    # Your own tagged words (tasks.token_classification): CoNLL columns or JSON lines, any
+    # Your own tagged words (zoo_tasks.token_classification): CoNLL columns or JSON lines, any
     # tag set; entity scores where the tags are IOB-like, token accuracy otherwise.
     Benchmark("token_classification", "token_classification", None, read_tagged, {},
               options=("format", "tokens_column", "tags_column", "labels", "label_required"),

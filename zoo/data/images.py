@@ -34,7 +34,7 @@ def load_image(path, image_size, mean=VIT_MEAN, std=VIT_STD):
 def decode_image(contents, image_size, mean=VIT_MEAN, std=VIT_STD):
     """Decode JPEG/PNG/GIF/BMP bytes to a (image_size, image_size, 3) float32 normalised image.
 
-    `load_image` on a file's bytes; the exported serving graph (tasks.image_classification)
+    `load_image` on a file's bytes; the exported serving graph (zoo_tasks.image_classification)
     calls it on request bytes, so training and serving share every op.
 
     Args:

@@ -1,7 +1,7 @@
 """SavedModel export: one model per task, raw inputs in, final answers out, for TF Serving.
 
 `write_version(task, model, base, version)` writes `base/<version>/`, TF Serving's versioned
-layout (`zoo export`, `tasks.runs.export_run`, exports a run directory through it):
+layout (`zoo export`, `zoo_tasks.runs.export_run`, exports a run directory through it):
 
     base/3/saved_model.pb      the graph: tokenizer, packing, model, post-processing
     base/3/variables/          the weights
@@ -303,7 +303,7 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
     read besides the model (SQuAD v2.0's null threshold); it and `checkpoint` are recorded in
     `zoo_export.json`. `quantize="int8"` serves every Dense layer in int8 (`zoo.export.int8`: int8
     weights, activations quantized per call, one fused oneDNN kernel a layer; computed under
-    float32 otherwise), and only the int8 kernels are saved. `tasks.runs.export_run`
+    float32 otherwise), and only the int8 kernels are saved. `zoo_tasks.runs.export_run`
     (`zoo export`) calls this with a run's task and model.
     """
     target = os.path.join(base, str(version))

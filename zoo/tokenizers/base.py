@@ -130,7 +130,7 @@ class Tokenizer(keras.layers.Layer):
             cache[with_offsets] = tf.function(
                 lambda texts: self._tokenize(texts, with_offsets),
                 input_signature=[tf.TensorSpec([None], tf.string)],
-                autograph=False)  # TF ops only; see tasks.data_order.traced_encoder
+                autograph=False)  # TF ops only; see zoo_tasks.data_order.traced_encoder
         return cache[with_offsets]
 
     def _tokenize(self, texts, with_offsets):

@@ -12,9 +12,9 @@
     loop.py             step counts, the optimizer and compile, the fit loop
 
 This package knows no task family: it calls a task only through the contract of `task.py`
-(`Task`, which tasks.base.BaseTask subclasses). What runs an experiment end to end (`zoo train`,
-seeds, sweeps, `zoo evaluate`, export of a run) is `tasks.runs`, which builds the task and
-calls `fit`; the order of examples a task feeds to `fit` is its own (`tasks.data_order`).
+(`Task`, which zoo_tasks.base.BaseTask subclasses). What runs an experiment end to end (`zoo train`,
+seeds, sweeps, `zoo evaluate`, export of a run) is `zoo_tasks.runs`, which builds the task and
+calls `fit`; the order of examples a task feeds to `fit` is its own (`zoo_tasks.data_order`).
 The names task files use are importable from here (`from zoo import training`;
 `training.load_backbone(...)`).
 """

@@ -10,7 +10,7 @@ no directory rename, its files are moved one by one and state.json last, as Orba
 checkpoint), so a kill, a preemption or a full disk during the write leaves the previous
 backup as it was. Only once the new one is committed is the one before the previous removed:
 there are always one or two complete backups. The data order needs no state: it is a pure
-function of the seed and the step (`tasks.data_order`).
+function of the seed and the step (`zoo_tasks.data_order`).
 
 Why not `keras.callbacks.BackupAndRestore`: it writes `latest.weights.h5` in place under the
 same name every time (its `double_checkpoint` copies the old file to `.bkp` first, which a

@@ -6,7 +6,7 @@ Training is cut into rounds of `train.eval_every` steps (Keras "epochs"): each r
 an evaluation, a best-model check and a backup (`backups`). A run killed at any point and
 started again with the same command restores the last committed backup, skips exactly the
 batches already seen (the data order is a pure function of seed and position,
-`tasks.data_order.example_order`) and ends with the weights an uninterrupted run would have.
+`zoo_tasks.data_order.example_order`) and ends with the weights an uninterrupted run would have.
 SIGTERM or SIGINT stop it at the next step with a backup of that step (`preemption`).
 """
 
@@ -72,7 +72,7 @@ def fit(config, task, run_dir, overwrite=False, shared_backup=None):
     """Train `task` as `config` says into `run_dir`, resuming it if it holds the same
     unfinished run; returns the last evaluation's metrics (dict).
 
-    `task` is built from `config` (tasks.create) after `distribution.join_cluster`, which
+    `task` is built from `config` (zoo_tasks.create) after `distribution.join_cluster`, which
     gives the `run_dir` and `shared_backup` of this process. The run directory is locked
     against a second process (`run_lock`, `--overwrite` included) and written only once the
     model is built and compiled, so a bad config leaves nothing behind.

@@ -1,7 +1,8 @@
 """The task contract: what the training loop, its callbacks and the export call on a task.
 
 `fit` (loop.py), the `Evaluator` callback (callbacks.py) and `zoo.export` know a task only
-through this class; the task families in tasks/ subclass it (through `tasks.base.BaseTask`). As in
+through this class; the task families in zoo_tasks/ subclass it (through
+`zoo_tasks.base.BaseTask`). As in
 Model Garden's `base_task.Task`, the contract sits beside the trainer that calls it and holds
 only what `model.fit` and the run directory need:
 

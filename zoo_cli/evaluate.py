@@ -1,0 +1,79 @@
+"""`zoo evaluate`: the benchmark's metrics of a trained run, and its predictions file.
+
+  zoo evaluate --run-dir runs/mrpc                       # dev set, best checkpoint
+  zoo evaluate --run-dir runs/mnli --split dev           # matched and mismatched
+  zoo evaluate --run-dir runs/mrpc --data other/dev.tsv  # any file in the official format
+
+Prints one JSON object of metrics and writes the predictions in the format `zoo score` reads:
+  GLUE, SNLI, SciTail, image_folder  RUN/predictions/<split>.tsv (index<TAB>prediction)
+  squad_v1, squad_v2                 RUN/predictions/<split>.json ({id: answer}); squad_v2
+                                     also <split>_na_prob.json and RUN/null_threshold.json
+  swag, race, story_cloze            RUN/predictions/<split>.tsv (id<TAB>chosen index)
+  conll2003                          RUN/predictions/<split>.txt (the gold file plus a
+                                     predicted-tag column, conlleval's input)
+A file without labels (a test set) gives predictions only.
+
+Zero-shot (GPT-1 section 5, Figure 2 right): a GPT-1 language model, not fine-tuned, scored
+with the paper's heuristics on a benchmark file:
+
+  zoo evaluate --zero-shot glue/sst2 --run-dir runs/gpt1_pretrain --data SST-2/dev.tsv
+  zoo evaluate --zero-shot race --run-dir runs/gpt1_pretrain --data RACE/dev
+  zoo evaluate --zero-shot glue/cola --run-dir runs/gpt1_pretrain --data CoLA/dev.tsv
+
+--run-dir is a gpt1/pretrain run directory, a .keras file beside vocab.json + merges.txt, or a
+Hugging Face OpenAI GPT folder. glue/sst2: "very" is appended and the next-word probabilities
+of "positive" and "negative" compared; race, story_cloze, swag: the choice with the highest
+average token log-probability given the context (and question); glue/cola: the sentence's
+average token log-probability above a threshold, by default the one that maximises MCC on the
+evaluated file itself (an oracle: the paper gives none; the output says so), or --threshold.
+Predictions go to RUN/predictions/zero_shot/<task>.tsv (GLUE tasks: index<TAB>prediction;
+multiple choice: id<TAB>prediction, the chosen index).
+"""
+
+import argparse
+import json
+import os
+
+
+def register(subparsers):
+    parser = subparsers.add_parser("evaluate", help="metrics and predictions of a trained run",
+                                   description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run-dir", required=True, help="the run directory (with --zero-shot: "
+                        "the language model's run directory or checkpoint)")
+    parser.add_argument("--split", default="dev", help="dev (default), test, or another "
+                        "split of the task; with --data, the name of the predictions file")
+    parser.add_argument("--data", default=None, help="evaluate this file instead of the "
+                        "split's file under data.dir (required with --zero-shot)")
+    parser.add_argument("--checkpoint", choices=("best", "final"), default="best")
+    parser.add_argument("--zero-shot", default=None, metavar="TASK",
+                        help="score a GPT-1 language model without fine-tuning on --data: "
+                        "glue/sst2, glue/cola, race, story_cloze or swag")
+    parser.add_argument("--threshold", type=float, default=None, help="--zero-shot glue/cola: "
+                        "fixed threshold on the average token log-probability (default: the "
+                        "one maximising MCC on --data)")
+    parser.add_argument("--batch-size", type=int, default=8,
+                        help="--zero-shot: sequences per forward pass")
+    parser.set_defaults(func=run)
+
+
+def run(args):
+    # lazy: loads TensorFlow; `zoo --help` imports this module
+    from zoo_tasks import runs
+
+    if args.zero_shot:
+        # lazy: loads TensorFlow; `zoo --help` imports this module
+        from zoo_tasks import zero_shot
+
+        if not args.data:
+            raise ValueError("--zero-shot needs --data, the benchmark file to score")
+        result = zero_shot.evaluate(args.zero_shot, args.run_dir, args.data,
+                                    threshold=args.threshold, batch_size=args.batch_size)
+        print(json.dumps(result, sort_keys=True))
+        return 0
+    if args.threshold is not None:
+        raise ValueError("--threshold is for --zero-shot glue/cola")
+    metrics = runs.evaluate_run(args.run_dir, args.split, args.data, args.checkpoint)
+    print(json.dumps(metrics, sort_keys=True))
+    print(f"predictions: {os.path.join(args.run_dir, 'predictions')}")
+    return 0

@@ -1,0 +1,71 @@
+"""`zoo export`: a trained run as one SavedModel that TF Serving serves, raw inputs in.
+
+  zoo export --run-dir runs/mrpc --out exports/mrpc              # exports/mrpc/1, then 2, ...
+  zoo export --run-dir runs/mrpc --out exports/mrpc --version 7 --checkpoint final
+  zoo export --run-dir runs/mrpc --out exports/mrpc_bf16 --mixed-precision mixed_bfloat16
+  zoo export --run-dir runs/mrpc --out exports/mrpc_int8 --quantize int8
+
+Writes BASE/N (TF Serving's versioned layout; N defaults to one more than the highest version
+in BASE) through a temporary directory renamed at the end: an interrupted export leaves no
+version behind. An existing version is never overwritten. Tokenization, packing and
+post-processing are in the graph (TensorFlow and tensorflow-text ops only): `serving_default`
+takes raw text (or image bytes) and returns final answers, `serving_ids` takes token ids (or
+pixels). Runs trained on any Keras backend export (through their .keras file). Prints the
+signatures, the `docker run tensorflow/serving` command and a REST request for it.
+"""
+
+import argparse
+import json
+import os
+
+
+def register(subparsers):
+    parser = subparsers.add_parser("export", help="a run as a SavedModel for TF Serving",
+                                   description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run-dir", required=True, help="the zoo train run directory")
+    parser.add_argument("--out", required=True, metavar="BASE",
+                        help="the model base directory; the export goes to BASE/<version>")
+    parser.add_argument("--version", type=int, default=None,
+                        help="version number (default: one more than the highest in BASE)")
+    parser.add_argument("--checkpoint", choices=("best", "final"), default="best")
+    parser.add_argument("--mixed-precision", default=None,
+                        choices=("float32", "mixed_bfloat16", "mixed_float16"),
+                        help="serve under this dtype policy (default: the run's "
+                        "train.mixed_precision); mixed_bfloat16 stores the dense and embedding "
+                        "weights in bfloat16 (the same answers, half their size); faster on "
+                        "some CPUs only (slower without AMX on Intel: `zoo benchmark serving`)")
+    parser.add_argument("--quantize", default=None, choices=("int8",),
+                        help="serve every dense layer in int8: 7-bit weights with a scale per "
+                        "output, activations quantized per request batch, the product, scales, "
+                        "bias and activation in one oneDNN kernel, LayerNorms in oneDNN's "
+                        "(zoo.export.int8); for x86-64 TensorFlow with oneDNN (the pip build); the "
+                        "export holds the int8 kernels only and computes float32 around them "
+                        "(no other --mixed-precision)")
+    parser.set_defaults(func=run)
+
+
+def run(args):
+    os.environ["KERAS_BACKEND"] = "tensorflow"  # a graph for TF Serving, whatever trained it
+    # lazy: loads TensorFlow; `zoo --help` imports this module
+    from zoo_tasks import runs
+    from zoo import export, files  # lazy: as above
+
+    path = runs.export_run(args.run_dir, args.out, args.version, args.checkpoint,
+                         progress=lambda line: print(f"export: {line}", flush=True),
+                         mixed_precision=args.mixed_precision, quantize=args.quantize)
+    with files.open(os.path.join(path, export.METADATA), encoding="utf-8") as file:
+        metadata = json.load(file)
+    print(f"exported {metadata['task']} to {path}")
+    for name, signature in metadata["signatures"].items():
+        inputs = ", ".join(f"{k} {v['dtype']}{v['shape']}" for k, v in
+                           signature["inputs"].items())
+        print(f"  {name}: ({inputs}) -> {', '.join(signature['outputs'])}")
+    name = os.path.basename(files.absolute(args.out).rstrip("/"))
+    print("serve it with TF Serving:")
+    print(f"  {export.serving_command(args.out, name)}")
+    example = {key: "..." for key in metadata["signatures"][export.DEFAULT]["inputs"]}
+    print("and ask it (one instance per example):")
+    print(f"  curl -d '{json.dumps({'instances': [example]})}' "
+          f"localhost:8501/v1/models/{name}:predict")
+    return 0

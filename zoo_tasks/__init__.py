@@ -1,0 +1,75 @@
+"""Tasks: a benchmark's model, data, losses, metrics and evaluation, for `model.fit`.
+
+    task = zoo_tasks.create("glue/mrpc", config)       # config: zoo.config.Experiment or a dict
+    model = task.build_model()                      # backbone + head, a Keras model
+    task.compile(model)                             # losses, metrics, AdamW + schedule
+    model.fit(task.dataset("train"), epochs=3)      # batches of (inputs, labels, weights)
+    task.evaluate(model, "dev")                     # {"f1": ..., "accuracy": ...}
+
+A task is what `zoo.training.Task` (the contract `fit`, its callbacks and the export call)
+asks for, on the shared plumbing of `zoo_tasks.base.BaseTask`. The registry is `TASKS`, built
+from the
+benchmarks' records (`zoo.data.benchmarks`) and `FAMILIES`. Adding a benchmark of an existing
+family touches its record and an experiment YAML (configs/experiments/<family>/<task>.yaml).
+Adding a task family touches four files: its own file here (zoo_tasks/<family>.py), its serving
+description (zoo_tasks/serving/<family>.py), its line in `FAMILIES`, and an experiment YAML.
+`zoo_tasks.runs` runs an experiment end to end (`zoo train`, `zoo evaluate`, `zoo export`) on top
+of this registry.
+"""
+
+from zoo_tasks import (classification, image_classification, multiple_choice, pretraining,
+                   question_answering, span_qa, tagging, text_classification,
+                   token_classification)
+from zoo import config as config_lib
+from zoo.data.benchmarks import BENCHMARKS
+
+# Task family (a benchmark record's `family`, zoo.data.benchmarks) -> its task class.
+FAMILIES = {
+    # BERT section 4.1 / GPT-1 section 3.3: sentence(-pair) classification and regression.
+    "classification": classification.ClassificationTask,
+    # BERT sections 4.2 and 4.3: answer spans over doc-stride windows, SQuAD's own scoring.
+    "span_qa": span_qa.SpanQATask,
+    # BERT section 4.4 / GPT-1 section 3.3: multiple choice, a softmax over one score a choice.
+    "multiple_choice": multiple_choice.MultipleChoiceTask,
+    # ViT sections 3.1-3.2: a linear head on the class token, fine-tuned on an image folder.
+    "image_classification": image_classification.ImageClassificationTask,
+    # BERT section 5.3 and Table 7: CoNLL-2003 NER, fine-tuned or feature-based.
+    "tagging": tagging.TaggingTask,
+    # Your own data: any files, columns and labels; one label, several, or a score a row.
+    "text_classification": text_classification.TextClassificationTask,
+    # Your own SQuAD-format files: span_qa's model, windows and metrics, v1.1 or v2.0.
+    "question_answering": question_answering.QuestionAnsweringTask,
+    # Your own tagged words: tagging's model and alignment, any tag set and scheme.
+    "token_classification": token_classification.TokenClassificationTask,
+}
+# Task name -> task class: every benchmark, by its family.
+TASKS = {name: FAMILIES[benchmark.family] for name, benchmark in BENCHMARKS.items()}
+# Pre-training reads a corpus, not a benchmark's files: BERT section 3.1 (masked LM +
+# next-sentence prediction); GPT-1 section 3.1 and BERT Table 5 "LTR & No NSP" (left-to-right
+# language model).
+TASKS["pretrain/masked_lm"] = pretraining.MaskedLMTask
+TASKS["pretrain/causal_lm"] = pretraining.CausalLMTask
+
+
+def create(name, config=None, check_data=True, rows=None):
+    """The task `name` built from `config` (an Experiment, a dict of sections, or None);
+    `rows` ({split: a list of dicts or a pandas DataFrame}): your own data in memory, for
+    text_classification.
+
+    Examples:
+        >>> import zoo_tasks
+        >>> sorted(zoo_tasks.TASKS)[:3]
+        ['glue/cola', 'glue/mnli', 'glue/mrpc']
+    """
+
+    if name not in TASKS:
+        raise config_lib.ConfigError(f"task: unknown task {name!r}; known tasks: "
+                                     f"{', '.join(TASKS)}")
+    if config is None or isinstance(config, dict):
+        config = config_lib.resolve({**(config or {}), "task": name})
+    if rows is not None:
+        if TASKS[name] is not text_classification.TextClassificationTask:
+            raise config_lib.ConfigError(f"rows: {name} reads its benchmark's files; rows in "
+                                         "memory are for text_classification")
+        return TASKS[name](name, config, check_data=check_data, rows=rows)
+    return TASKS[name](name, config, check_data=check_data)

@@ -1,0 +1,209 @@
+"""Named-entity recognition on CoNLL-2003, fine-tuned and feature-based (BERT style).
+
+BERT section 5.3: "we use the representation of the first sub-token as the input to the
+token-level classifier over the NER label set" with no CRF; `BertTokenClassifier` scores every
+position and the label, loss and accuracy sit on each word's first sub-token (sample weight 1
+there, 0 elsewhere: `zoo.data.ner`). Predictions are read at those positions and mapped back to
+words through `word_ids`; a word with no token (cut off by `data.sequence_length`, or
+tokenizing to nothing) is predicted "O" and counted in `words_unpredicted`.
+
+BERT Table 7 (feature-based): "we use the representation of one or more layers without
+fine-tuning any parameters of BERT ... as input to a randomly initialized two-layer
+768-dimensional BiLSTM before the classification layer". `model.features` picks one of the six
+combinations (`zoo.models.head_models.FEATURES`); null fine-tunes the whole model.
+
+Metrics: the CoNLL-2003 entity-level precision, recall and F1 (0-100, conlleval rules,
+`zoo.metrics.conll`) overall and per type (`PER_f1`, ...); `f1` picks the best checkpoint.
+Predictions files are the conlleval input: the gold file with one more column.
+"""
+
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from zoo_tasks import data_order, serving
+from zoo_tasks.base import BaseTask, markdown_table
+from zoo import models, training
+from zoo.data import packing
+from zoo.data.benchmarks import BENCHMARKS
+from zoo.data.ner import align_tokens
+from zoo.data.readers import CONLL_TAGS
+from zoo.metrics import conll
+
+
+class TaggingTask(BaseTask):
+    """CoNLL-2003 NER: model, datasets, compile, entity-level evaluation.
+
+    Args:
+        name: "conll2003".
+        config: a `zoo.config.Experiment`.
+        check_data: read the train and valid files now.
+
+    Examples:
+        >>> import zoo_tasks
+        >>> task = zoo_tasks.create("conll2003", {"data": {"dir": "samples/conll2003"},
+        ...                                   "model": {"vocabulary": "vocab"}})  # doctest: +SKIP
+        >>> model = task.build_model()  # doctest: +SKIP
+        >>> task.compile(model)  # doctest: +SKIP
+        >>> task.evaluate(model, "dev")["f1"]  # doctest: +SKIP
+        91.2
+    """
+
+    labels = CONLL_TAGS
+    main_metric = "f1"
+    # The tag of a word with no token (cut off by data.sequence_length, or tokenizing to
+    # nothing): outside any entity.
+    outside = "O"
+
+    def __init__(self, name, config, check_data=True):
+        super().__init__(name, config)
+        self.tokenizer = training.load_tokenizer(config.model, gpt=False)
+        if check_data:
+            self.examples("train")
+            self.examples("dev")
+
+    # --- Data ---
+
+    def read(self, path):
+        """{"words", "tags" (IOB2), "path", "report"} of a file (train.txt, valid.txt ...);
+        `examples(split)` reads a split's once."""
+        rows, report = self.read_rows(path, convert_to_iob2=True)
+        return {"words": [r["words"] for r in rows], "tags": [r["tags"] for r in rows],
+                "path": path, "report": report}
+
+    def num_examples(self, split):
+        """How many sentences `dataset(split)` batches."""
+        return len(self.examples(split)["words"])
+
+    def dataset(self, split, path=None, repeat=False, skip_batches=0, batch_size=None,
+                with_word_ids=False, order=None):
+        """Batches `(inputs, {"logits": tag ids}, {"logits": weights})` of a split.
+
+        Every tensor is (batch, sequence_length), or with `data.pad_to_multiple_of` cut to
+        the batch's longest sentence rounded up to it. The train split is shuffled: with
+        `repeat=True` as an endless stream whose order is a pure function of (train.seed,
+        position), so `skip_batches` resumes it exactly; otherwise one pass, reshuffled at
+        every iteration. Other splits keep file order, or `order` (`data_order.length_order`).
+        """
+        columns = self.examples(split, path)
+        index = {tag: i for i, tag in enumerate(self.labels)}
+        words = tf.ragged.constant(columns["words"], dtype=tf.string, row_splits_dtype=tf.int64)
+        tags = tf.ragged.constant([[index[t] for t in s] for s in columns["tags"]],
+                                  dtype=tf.int32, row_splits_dtype=tf.int64)
+        length = self.config.data.sequence_length
+
+        def encode_tags(batch_words, batch_tags):
+            aligned = align_tokens(batch_words, self.tokenizer, length)
+            word_tags = tf.pad(batch_tags.to_tensor(), [[0, 0], [0, 1]])
+            first = aligned["first_token"]
+            token_tags = tf.gather(word_tags, tf.maximum(aligned["word_ids"], 0), batch_dims=1)
+            keys = ("token_ids", "segment_ids", "padding_mask") + ("word_ids",) * with_word_ids
+            x = {key: aligned[key] for key in keys}
+            # The labels and weights are cut with the inputs (dynamic padding).
+            x = packing.trim_padding({**x, "labels": token_tags * tf.cast(first, tf.int32),
+                                      "weights": tf.cast(first, tf.float32)},
+                                     self.config.data.pad_to_multiple_of)
+            return x, {"logits": x.pop("labels")}, {"logits": x.pop("weights")}
+
+        return self.batches(split, (words, tags), encode_tags, repeat, skip_batches,
+                            batch_size, order, key=(with_word_ids,))
+
+    # --- Model ---
+
+    def build_model(self):
+        """BertTokenClassifier (model.features null) or the feature-based BertFeatureTagger."""
+
+        features = self.config.model.features
+        if features is None:
+            backbone = training.load_backbone(self.config.model, self.tokenizer)
+            return models.BertTokenClassifier(backbone, len(self.labels),
+                                              dropout=self.config.model.dropout)
+        backbone = training.load_backbone(self.config.model, self.tokenizer,
+                                          return_hidden_states=True)
+        return models.BertFeatureTagger(backbone, len(self.labels), features,
+                                        lstm_units=self.config.model.lstm_units,
+                                        dropout=self.config.model.dropout)
+
+    def losses_and_metrics(self, model):
+        """Cross-entropy averaged over words (first sub-tokens), and word accuracy."""
+        losses = {"logits": keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="mean_with_sample_weight")}
+        metrics = {"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
+        return dict(loss=losses, weighted_metrics=metrics)
+
+    # --- Evaluation ---
+
+    def predict(self, model, split="dev", path=None):
+        """(predicted tags per sentence (CoNLL-2003: IOB2), number of words with no token,
+        predicted `outside`)."""
+        columns = self.examples(split, path)
+        predicted = [[self.outside] * len(words) for words in columns["words"]]
+        covered = [np.zeros(len(words), bool) for words in columns["words"]]
+        order = data_order.length_order(self, split, path)
+        sentences = iter(range(len(predicted)) if order is None else order)
+        for x, _, _ in self.dataset(split, path, with_word_ids=True, order=order):
+            word_ids = x.pop("word_ids").numpy()
+            tags = np.argmax(model.predict_on_batch(x)["logits"], axis=-1)
+            first = x["padding_mask"].numpy() > 0
+            first &= np.concatenate([np.ones_like(word_ids[:, :1], bool),
+                                     word_ids[:, 1:] != word_ids[:, :-1]], axis=1)
+            first &= word_ids >= 0
+            for row in range(len(word_ids)):
+                sentence = next(sentences)
+                for position in np.flatnonzero(first[row]):
+                    predicted[sentence][word_ids[row, position]] = self.labels[
+                        tags[row, position]]
+                    covered[sentence][word_ids[row, position]] = True
+        unpredicted = int(sum((~c).sum() for c in covered))
+        return predicted, unpredicted
+
+    def evaluate(self, model, split="dev", path=None, return_predictions=False):
+        """Entity-level precision, recall, F1 (0-100) overall and per type, on a split or file.
+
+        Returns:
+            {"f1", "precision", "recall", "accuracy", "PER_f1", ..., "tokens",
+            "words_unpredicted"}; with
+            `return_predictions=True` also {split: (columns, predicted tags)}.
+        """
+        columns = self.examples(split, path)
+        predicted, unpredicted = self.predict(model, split, path)
+        results = {**conll.entity_scores(columns["tags"], predicted),
+                   "words_unpredicted": unpredicted}
+        # Predictions files are named by the split's file: "dev" is CoNLL-2003's valid.
+        name = (BENCHMARKS[self.name].splits or {}).get(split, split)
+        return (results, {name: (columns, predicted)}) if return_predictions else results
+
+    def write_predictions(self, directory, name, predictions):
+        """`directory/<name>.txt` in the conlleval input format: the gold file's lines with the
+        predicted tag as one more column (blank and -DOCSTART- lines as they are).
+
+        Returns:
+            The paths written.
+        """
+        columns, predicted = predictions
+        if columns["report"].skipped:
+            raise ValueError(f"{columns['path']}: {columns['report']}; the predictions file "
+                             "must keep every line of the gold file")
+        path = os.path.join(directory, f"{name}.txt")
+        conll.write_predictions(columns["path"], predicted, path)
+        return [path]
+
+    # --- Export ---
+
+    def serving(self, model, run_dir=None):
+        """Serving signatures (zoo.export): `zoo_tasks.serving.tagging.signatures`."""
+        return serving.tagging.signatures(self, model, run_dir)
+
+    def describe(self, predictions, limit):
+        """A markdown table of the first sentences: words, gold and predicted tags."""
+        rows = []
+        for columns, predicted in predictions.values():
+            rows = [[" ".join(columns["words"][i]), " ".join(columns["tags"][i]),
+                     " ".join(predicted[i])] for i in range(min(limit, len(predicted)))]
+            break
+        return markdown_table(["words", "gold", "predicted"], rows)
+
+
+__all__ = ["TaggingTask"]
