@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL := 3
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint docs install install-test clean
+.PHONY: demo test test-pythons lint docs install install-test clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,12 @@ demo: $(VENV)/.installed
 # once), the longest files first (tests/conftest.py, LONGEST_FIRST), in that order.
 test: lint
 	$(PY) -m pytest -n 3 --dist loadfile --no-loadscope-reorder -q --durations=15
+
+# The built wheel on Python 3.11, 3.12 and 3.13, each in a fresh environment with the tested
+# dependency set, and a smoke run (demo, train, export, predict): .ci/pythons.sh. CI runs it
+# after `make test`; PYTHONS="3.13" make test-pythons checks one version.
+test-pythons: $(VENV)/.installed-test
+	bash .ci/pythons.sh
 
 # pycodestyle's errors and warnings and pyflakes, by ruff (its settings: pyproject.toml).
 lint: $(VENV)/.installed-test

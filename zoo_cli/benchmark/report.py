@@ -10,6 +10,7 @@ import os
 import platform
 import sys
 import tempfile
+import time
 
 from zoo_cli.benchmark.bucketing import section_bucketing
 from zoo_cli.benchmark.common import BACKENDS, FAMILIES
@@ -90,7 +91,9 @@ def run(args):
         try:
             for i, name in enumerate(chosen):
                 progress(f"benchmark {name}")
+                section_started = time.perf_counter()
                 lines, summary = sections[name](args, progress)
+                progress(f"benchmark {name}: {time.perf_counter() - section_started:.0f} s")
                 _print_section(lines, summary)
                 outputs.append((lines, summary))
                 if args.worker_pool and not {"models", "finetune", "pretrain"} & set(
