@@ -3,6 +3,7 @@ in the middle of a cell that ends with the numbers of an uninterrupted one."""
 
 import csv
 import json
+import os
 import pathlib
 import re
 import shlex
@@ -294,6 +295,34 @@ def test_a_killed_reproduction_resumes_without_retraining_and_ends_with_the_same
     err = capsys.readouterr().err
     assert "cells/full/sst2/seed_0: finished with other settings" in err
     assert "train.steps" in err
+
+    # The run directory records which table it holds: the same table through a link resumes
+    # (nothing left to train), another is refused before anything runs.
+    table.write_text(yaml.safe_dump(TINY_TABLE, sort_keys=False), encoding="utf-8")
+    manifest = run / "reproduce.json"
+    assert json.loads(manifest.read_text())["table"] == str(table.resolve())
+    (tmp_path / "link").symlink_to(tmp_path)
+    args = ["reproduce", str(tmp_path / "link" / "tiny.yaml"), "--data-root",
+            str(sample_data["root"]), "--run-dir", str(run), "--set",
+            f"model.vocabulary={sample_data['bpe']}"]
+    assert cli(args) == 0
+    assert not re.findall(r"^\[\d+/\d+\] ", capsys.readouterr().out, re.M)  # none started
+    record = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps(dict(record, table="gpt1/glue")), encoding="utf-8")
+    assert cli(args) == 1
+    assert "holds another reproduction" in capsys.readouterr().err
+
+
+def test_a_run_directory_names_zoos_own_tables_wherever_zoo_is_installed():
+    """A table of zoo's is recorded by name, reached through the repository's configs/ link
+    or the package's own folder alike, so a run started from a clone resumes under the
+    wheel; any other table by its absolute path, links resolved."""
+    from zoo_tasks.reproduce import tables
+
+    for path in (os.path.join(REPO, "configs", "reproduce", "bert", "imdb.yaml"),
+                 os.path.join(tables.TABLE_ROOT, "bert", "imdb.yaml")):
+        assert tables.table_name(path) == "bert/imdb"
+    assert tables.table_name("elsewhere/mine.yaml") == os.path.realpath("elsewhere/mine.yaml")
 
 
 def test_zero_shot_columns_read_the_checkpoint_of_each_rows_updates(sample_data, tmp_path,

@@ -102,6 +102,24 @@ def _both(experiment, task_name, overrides, hf_class, tmp_path):
     return task, model, start, hf, _numpy(task.dataset("train", repeat=True).take(STEPS))
 
 
+def _same_as_the_models_own_loss(hf, batch):
+    """The recipe's pretraining loss (the labelled positions alone through `hf.cls`) is
+    `BertForPreTraining.forward`'s loss (every position projected), and so are its
+    gradients, to float32 rounding."""
+    tensors = {key: torch.from_numpy(value) for key, value in batch.items()}
+    grads = []
+    for loss_of in (lambda: hf(**tensors).loss, lambda: recipe._loss(hf, tensors)):
+        hf.zero_grad()
+        loss = loss_of()
+        loss.backward()
+        grads.append((float(loss.detach()), [p.grad.clone() for p in hf.parameters()]))
+    hf.zero_grad()
+    (full, full_grads), (gathered, gathered_grads) = grads
+    assert gathered == pytest.approx(full, rel=1e-6)
+    for a, b in zip(full_grads, gathered_grads):
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-7)
+
+
 def test_pretraining_steps_equal_transformers_bert_for_pretraining(sample_data, shards,
                                                                    tmp_path):
     task, model, start, hf, batches = _both(
@@ -109,6 +127,7 @@ def test_pretraining_steps_equal_transformers_bert_for_pretraining(sample_data, 
         [f"model.vocabulary={sample_data['wordpiece']}", f"data.dir={shards}", "data.phases=[]",
          "data.sequence_length=32"], transformers.BertForPreTraining, tmp_path)
     assert len(batches) == STEPS and min(b[2]["mlm"].sum() for b in batches) > 0
+    _same_as_the_models_own_loss(hf, recipe.pretraining_batch(*batches[0]))
 
     hf_losses, hf_norms = recipe.train_steps(
         hf, [recipe.pretraining_batch(*batch) for batch in batches], task.config.train, STEPS,

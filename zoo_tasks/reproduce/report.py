@@ -6,8 +6,8 @@ import json
 import math
 import os
 
-from zoo_tasks.reproduce.tables import (SUSTAINED_FLOPS, TABLE_ROOT, command, load_table, plan,
-                                    scale_rows, shell_quote)
+from zoo_tasks.reproduce.tables import (SUSTAINED_FLOPS, command, load_table, plan,
+                                    scale_rows, shell_quote, table_name)
 import zoo
 from zoo import config as config_lib
 from zoo import files, tokenizers
@@ -119,11 +119,7 @@ def _signed(value):
 
 
 def _name(table):
-    path = files.absolute(table["path"])
-    root = files.absolute(TABLE_ROOT)
-    if path.startswith(root + os.sep):
-        return os.path.relpath(path, root)[:-5].replace(os.sep, "/")
-    return table["path"]
+    return table_name(table["path"])
 
 
 def _what(column):

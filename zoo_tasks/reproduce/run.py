@@ -11,7 +11,7 @@ from zoo_tasks import baselines, runs
 from zoo_tasks.reproduce.report import read_json, write_outputs
 from zoo_tasks import zero_shot
 from zoo_tasks.reproduce.tables import (TRAINED, TableError, command, plan, scale_columns,
-                                    scale_rows)
+                                    scale_rows, table_name)
 from zoo import config as config_lib
 from zoo import files, training
 from zoo.data.corpus import default_workers, write_corpus
@@ -35,7 +35,7 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
     steps = plan(table, scale, data_root, run_dir, seeds, overrides)
     wanted = _wanted(table, scale, steps, rows)
     seeds = seeds or table["scales"][scale].get("seeds", 1)
-    record = {"table": table["path"], "scale": scale, "seeds": seeds,
+    record = {"table": table_name(table["path"]), "scale": scale, "seeds": seeds,
               "data_root": files.absolute(data_root), "overrides": list(overrides)}
     manifest = os.path.join(run_dir, "reproduce.json")
     if files.exists(run_dir) and overwrite:
@@ -44,6 +44,7 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
     if files.isfile(manifest):
         with files.open(manifest, encoding="utf-8") as file:
             previous = json.load(file)
+        previous["table"] = table_name(previous.get("table", ""))  # older runs: a path
         if previous != record:
             raise TableError(f"{run_dir} holds another reproduction ({previous}); use another "
                              "--run-dir or --overwrite")

@@ -61,6 +61,19 @@ def table_names():
                   if f.endswith(".yaml"))
 
 
+def table_name(path):
+    """How a run directory records the table at `path`: `family/table` for one of zoo's
+    (so a run started from a clone resumes under the installed wheel, whose configs live
+    elsewhere), else the file's absolute path, links resolved."""
+    real = files.absolute(path)
+    if not files.is_remote(real):
+        real = os.path.realpath(real)
+    root = os.path.realpath(files.absolute(TABLE_ROOT))
+    if real.startswith(root + os.sep) and real.endswith(".yaml"):
+        return os.path.relpath(real, root)[:-5].replace(os.sep, "/")
+    return real
+
+
 def load_table(name):
     """The table `name` as a dict, checked: every key known, every experiment and override
     resolvable, every paper number attached to a row and a column."""
