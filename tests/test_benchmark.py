@@ -11,6 +11,7 @@ zoo's and transformers' pretraining steps (eager and torch.compile) run. The ful
 """
 
 import math
+import os
 import re
 import subprocess
 import sys
@@ -128,3 +129,28 @@ def test_zoo_bfloat16_contenders_compute_what_mixed_bfloat16_computes(tmp_path, 
         bf16 = diffs[("zoo tensorflow", f"{mode} bfloat16 2")]
         assert bf16 == diffs[("zoo tensorflow", f"{mode} mixed_bfloat16 2")], mode
         assert bf16 > 1e-3 > diffs[("zoo tensorflow", f"{mode} float32 2")], (mode, bf16)
+
+
+def test_the_gpu_pretraining_benchmark_runs_zoo_on_jax_without_tensorflow(tmp_path):
+    """`python -m zoo_cli.benchmark.gpu` (docs/benchmarks.md's GPU section), as it runs on a
+    GPU machine that has JAX and torch but no TensorFlow: here TensorFlow's import fails
+    (stand-in packages first on the path), a tiny model, one step each; both libraries give
+    a row and the same starting loss within a sanity bound."""
+    for name in ("tensorflow", "tensorflow_text"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(
+            'raise ImportError("no TensorFlow on this machine")\n', encoding="utf-8")
+    env = dict(os.environ, KERAS_BACKEND="jax",
+               PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
+    out = subprocess.run(
+        [sys.executable, "-m", "zoo_cli.benchmark.gpu", "--preset", "bert_tiny", "--batch",
+         "2", "--length", "16", "--steps", "1", "--warmup", "1", "--torch-modes", "eager",
+         "--zoo-variants", "default"], cwd=REPO, env=env, capture_output=True, text=True,
+        timeout=600)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    rows = re.findall(r"^\| (zoo|transformers) \| (\w+) \| ([^|]+?) \|.*\| ([\d.]+) \|$",
+                      out.stdout, re.M)
+    assert [row[:3] for row in rows] == [("zoo", "jax", "jit"), ("transformers", "torch",
+                                         "eager"), ("transformers", "torch", "eager")], rows
+    # Random weights over a 30,522-token vocabulary: every loss near ln(30522) + ln(2) = 11.0.
+    assert all(abs(float(row[3]) - 11.0) < 1.0 for row in rows), rows

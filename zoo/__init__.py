@@ -2,8 +2,19 @@
 data, metrics, and the mechanisms of training and export. It never imports zoo_tasks/ or
 zoo_cli/."""
 
-# Imported so that their classes are registered for `.keras` loading.
-from zoo import convert, layers, models, optimization
+# Imported so that their classes are registered for `.keras` loading. They need Keras alone:
+# `import zoo` builds and trains models on JAX or torch where TensorFlow is not installed.
+from zoo import layers, models, optimization
+
+
+def __getattr__(name):
+    """`zoo.convert` on first use: the checkpoint converters read and write tokenizers, which
+    load TensorFlow (tensorflow-text)."""
+    if name == "convert":
+        import importlib
+
+        return importlib.import_module("zoo.convert")
+    raise AttributeError(f"module 'zoo' has no attribute {name!r}")
 
 
 DISTRIBUTION = "zoo-models"  # setup.cfg's `name`

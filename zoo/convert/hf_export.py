@@ -22,7 +22,6 @@ import json
 from zoo import files
 from zoo.convert.core import ConversionError, Port, atomic_output, dense_ports, export_weights
 from zoo.convert.huggingface import WRITERS, bert_config, bert_ports, check_bidirectional
-from zoo.data.images import VIT_MEAN, VIT_STD
 from zoo.models import LSTMBackbone, ViTBackbone
 from zoo.models.head_models import (BertClassifier, BertFeatureTagger, BertMultipleChoice,
                                     BertPretrainer, BertSpanQA, BertTokenClassifier,
@@ -120,6 +119,9 @@ def to_huggingface(model, path, progress=False, labels=None, tokenizer=None,
 
 def _write_image_processor(backbone, folder):
     """transformers' ViTImageProcessor settings for what `zoo.data.images` does to an image."""
+    # lazy: zoo.data loads TensorFlow; `import zoo` does not need it (models on JAX or torch)
+    from zoo.data.images import VIT_MEAN, VIT_STD
+
     size = backbone.image_size
     config = dict(image_processor_type="ViTImageProcessor", do_resize=True,
                   size={"height": size, "width": size}, resample=2,  # PIL bilinear
