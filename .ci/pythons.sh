@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # `make test-pythons`: the built wheel on each Python zoo declares (python_requires), in a fresh
 # environment per version with the tested dependency set (constraints.txt), and a smoke run
-# from an empty directory: `zoo demo --models bert_tiny`, then a tiny `zoo train` -> `zoo
-# export` -> `zoo predict`. An interpreter is `pythonX.Y` on PATH or pyenv's X.Y.*.
+# from an empty directory, beside stand-ins for PyPI's `tools` and `tasks`: `zoo demo --models
+# bert_tiny`, `zoo reproduce --list`, then a tiny `zoo train` -> `zoo export` -> `zoo predict`,
+# none of which may print TensorFlow's start-up lines. An interpreter is `pythonX.Y` on PATH
+# or pyenv's X.Y.*.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSIONS=${PYTHONS:-3.11 3.12 3.13}
 OUT=${OUT:-build/pythons}
-rm -rf "$OUT" && mkdir -p "$OUT"
+rm -rf "$OUT" && mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 .venv/bin/python -m pip wheel . --no-deps --no-build-isolation -q -w "$OUT/wheel"
 WHEEL=$(ls "$OUT"/wheel/zoo_models-*.whl)
 
@@ -20,6 +22,35 @@ find_python() {
     ls -d "$root"/versions/"$1".*/bin/"python$1" 2>/dev/null | sort -V | tail -1
 }
 
+# PyPI's `tools` and `tasks` distributions install import packages of those names (zoo's first
+# layout used them): stand-ins are installed first, and must still import after zoo.
+STAND_INS="$OUT/stand-ins"
+mkdir -p "$STAND_INS"
+.venv/bin/python - "$STAND_INS" <<'PY'
+import os, sys, zipfile
+for name in ("tools", "tasks"):
+    info = f"{name}-1.0.dist-info"
+    with zipfile.ZipFile(os.path.join(sys.argv[1], f"{name}-1.0-py3-none-any.whl"), "w") as w:
+        w.writestr(f"{name}/__init__.py", f"STAND_IN = {name!r}\n")
+        w.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        w.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: zoo\nRoot-Is-Purelib: true\n"
+                                    "Tag: py3-none-any\n")
+        w.writestr(f"{info}/RECORD", "")
+PY
+
+# zoo as a user runs it (TF_CPP_MIN_LOG_LEVEL unset): fails on a TensorFlow start-up line,
+# which TensorFlow writes before absl's logging starts; prints zoo's standard output.
+zoo_quiet() {
+    local out="$OUT/zoo.out" err="$OUT/zoo.err"
+    if ! zoo "$@" >"$out" 2>"$err"; then
+        echo "zoo $* failed:"; tail -n 20 "$out" "$err"; return 1
+    fi
+    if grep -E 'absl::InitializeLog|oneDNN custom operations|cuda drivers|cudart_stub|port\.cc|cpu_feature_guard' "$out" "$err"; then
+        echo "zoo $*: TensorFlow start-up lines reach the user (above)"; return 1
+    fi
+    cat "$out"
+}
+
 for version in $VERSIONS; do
     python=$(find_python "$version")
     [ -n "$python" ] || { echo "test-pythons: no Python $version (python$version or pyenv)"; exit 1; }
@@ -27,27 +58,36 @@ for version in $VERSIONS; do
     echo "== Python $version: $python"
     "$python" -m venv "$env"
     "$env/bin/python" -m pip install -q --upgrade pip
+    "$env/bin/python" -m pip install -q --no-deps --no-index "$STAND_INS"/*.whl
     "$env/bin/python" -m pip install -q -c constraints.txt "$WHEEL"
     "$env/bin/python" -m pip check
     mkdir -p "$work"
     (
         cd "$work"
-        export TF_CPP_MIN_LOG_LEVEL=3 PATH="$PWD/../env-$version/bin:$PATH"
+        unset TF_CPP_MIN_LOG_LEVEL KERAS_BACKEND PYTHONPATH
+        export PATH="$PWD/../env-$version/bin:$PATH"
+        site=$(python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+        python -c "import zoo_cli, zoo_tasks, zoo, sys; \
+            sys.exit(any(not m.__file__.startswith(sys.argv[1]) for m in (zoo_cli, zoo_tasks, zoo)))" \
+            "$site" 2>/dev/null || { echo "zoo is not imported from the wheel"; exit 1; }
         zoo --version
-        zoo demo --models bert_tiny
-        zoo data samples --out samples > /dev/null
-        zoo data vocab --kind wordpiece --size 500 --corpus samples/corpus/corpus.txt \
-            --out vocab > /dev/null 2>&1
-        zoo train --experiment bert/glue_mrpc --set data.dir=samples/glue/MRPC \
+        zoo_quiet demo --models bert_tiny
+        zoo_quiet reproduce --list | grep -q "bert/imdb"
+        zoo_quiet data samples --out samples > /dev/null
+        zoo_quiet data vocab --kind wordpiece --size 500 --corpus samples/corpus/corpus.txt \
+            --out vocab > /dev/null
+        zoo_quiet train --experiment bert/glue_mrpc --set data.dir=samples/glue/MRPC \
             --set model.preset=bert_tiny --set model.vocabulary=vocab \
             --set data.sequence_length=32 --set train.steps=4 --set train.eval_every=4 \
-            --run-dir runs/mrpc 2>/dev/null | tail -2
-        zoo export --run-dir runs/mrpc --out exports/mrpc > export.txt 2>/dev/null
-        head -1 export.txt
+            --run-dir runs/mrpc | tail -2
+        test -f runs/mrpc/final.keras
+        zoo_quiet export --run-dir runs/mrpc --out exports/mrpc | head -1
         printf '%s\n' '{"sentence1": "A cat sat .", "sentence2": "The cat sat ."}' > requests.jsonl
-        answer=$(zoo predict --saved-model exports/mrpc --input requests.jsonl 2>/dev/null)
+        answer=$(zoo_quiet predict --saved-model exports/mrpc --input requests.jsonl)
         echo "$answer"
         case "$answer" in *'"label": "'[01]'"'*) ;; *) echo "no label in: $answer"; exit 1;; esac
+        test "$(python -c 'import tools, tasks; print(tools.STAND_IN, tasks.STAND_IN)')" = \
+            "tools tasks" || { echo "the stand-ins for tools and tasks no longer import"; exit 1; }
     )
     echo "== Python $version: passed"
 done

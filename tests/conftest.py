@@ -29,7 +29,7 @@ LONGEST_FIRST = (
     "test_tasks.py", "test_multi_worker.py", "test_ner.py", "test_span_qa.py",
     "test_jax_distribution.py", "test_backbones.py", "test_convert.py", "test_tokenizers.py",
     "test_export_mc.py", "test_reproduce.py", "test_transformers_recipe.py",
-    "test_packaging.py", "test_docs.py",
+    "test_docs.py",
     "test_question_answering.py",
     "test_token_classification.py")
 
