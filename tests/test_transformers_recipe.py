@@ -108,7 +108,7 @@ def _same_as_the_models_own_loss(hf, batch):
     gradients, to float32 rounding."""
     tensors = {key: torch.from_numpy(value) for key, value in batch.items()}
     grads = []
-    for loss_of in (lambda: hf(**tensors).loss, lambda: recipe._loss(hf, tensors)):
+    for loss_of in (lambda: hf(**tensors).loss, lambda: recipe.training_loss(hf, tensors)):
         hf.zero_grad()
         loss = loss_of()
         loss.backward()

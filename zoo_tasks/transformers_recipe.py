@@ -103,7 +103,7 @@ def _update(model, adamw, schedule, batch, train, step):
     beta_2 = adamw.param_groups[0]["betas"][1]
     for group in adamw.param_groups:  # Keras's epsilon convention (module docstring)
         group["eps"] = train.adam_epsilon / math.sqrt(1.0 - beta_2 ** step)
-    loss = _loss(model, {key: torch.from_numpy(value) for key, value in batch.items()})
+    loss = training_loss(model, {key: torch.from_numpy(value) for key, value in batch.items()})
     adamw.zero_grad()
     loss.backward()
     norm = torch.nn.utils.clip_grad_norm_(model.parameters(), train.clip_norm or math.inf)
@@ -112,7 +112,7 @@ def _update(model, adamw, schedule, batch, train, step):
     return float(loss.detach()), float(norm)
 
 
-def _loss(model, batch):
+def training_loss(model, batch):
     """The training loss of `model` on `batch` (torch tensors). For `BertForPreTraining` it is
     the model's own loss (cross-entropy over the labelled positions, + NSP's when the batch
     has it) computed from its own parts, `model.bert` then `model.cls`, on the labelled

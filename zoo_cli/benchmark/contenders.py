@@ -237,7 +237,7 @@ def _torch_training_step(kind, hf, data, inputs, labels, mode, tiny=False):
                                       eps=1e-7)  # Keras's default, as the others
         kwargs = dict(inputs, labels=labels)
     else:
-        recipe = _transformers_recipe()
+        recipe = load_transformers_recipe()
         model = transformers.BertForPreTraining.from_pretrained(hf)
         train = types.SimpleNamespace(optimizer="adamw", learning_rate=1e-4, weight_decay=0.01,
                                       adam_epsilon=1e-6, schedule="linear")  # zoo's defaults
@@ -263,7 +263,7 @@ def _torch_training_step(kind, hf, data, inputs, labels, mode, tiny=False):
     return step
 
 
-def _transformers_recipe():
+def load_transformers_recipe():
     """zoo_tasks/transformers_recipe.py, loaded from its file: importing it as `zoo_tasks.…`
     would run zoo_tasks/__init__.py, which loads TensorFlow into the torch worker (see
     workers.py)."""

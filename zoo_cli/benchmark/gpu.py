@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from zoo_cli.benchmark.contenders import pretraining_batch
+from zoo_cli.benchmark.contenders import load_transformers_recipe, pretraining_batch
 
 
 def _data(batch, length, vocabulary_size):
@@ -59,8 +59,9 @@ def run_zoo(args):
         # masks; this flag lowers it to one CUDA kernel instead. A user's choice
         # (JAX_THREEFRY_GPU_KERNEL_LOWERING=1), timed both ways.
         jax.config.update("jax_threefry_gpu_kernel_lowering", True)
+    # lazy: after the backend and JAX's flags are set (Keras reads them on import)
     import zoo
-    from zoo.optimization import build_optimizer
+    from zoo.optimization import build_optimizer  # lazy: as above
 
     keras.mixed_precision.set_global_policy(args.policy)
     x, y, weights = _data(args.batch, args.length, 30522)
@@ -89,10 +90,10 @@ def run_transformers(args):
     import torch
     import transformers
 
-    from zoo_cli.benchmark.contenders import _transformers_recipe
-
-    recipe = _transformers_recipe()
+    # lazy: imports zoo, hence Keras, which the parent process never loads
     from zoo.models.presets import PRESETS
+
+    recipe = load_transformers_recipe()
 
     size = PRESETS[args.preset][1]
     config = transformers.BertConfig(
@@ -116,7 +117,7 @@ def run_transformers(args):
             module = torch.compile(model) if mode == "compile" else model
 
             def compute(module=module, masked=loss_name == "masked positions"):
-                return recipe._loss(module, batch) if masked else module(**batch).loss
+                return recipe.training_loss(module, batch) if masked else module(**batch).loss
 
             def step(compute=compute, model=model, optimizer=optimizer):
                 with torch.autocast(device, dtype=torch.bfloat16):
