@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export TF_CPP_MIN_LOG_LEVEL := 3
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test test-pythons lint docs install install-test clean
+.PHONY: demo test test-benchmark test-pythons lint docs install install-test clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,8 +28,16 @@ demo: $(VENV)/.installed
 # fills the time the others spend starting processes and waiting on them (measured in the
 # closing note of issue #18). Each file runs in one worker (its module fixtures are trained
 # once), the longest files first (tests/conftest.py, LONGEST_FIRST), in that order.
+# tests/test_benchmark.py (`zoo benchmark all --tiny`: every library in its own processes, ~6
+# minutes of CPU) is not part of it: `make test-benchmark`, which CI runs after `make test`.
 test: lint
-	$(PY) -m pytest -n 3 --dist loadfile --no-loadscope-reorder -q --durations=15
+	$(PY) -m pytest -n 3 --dist loadfile --no-loadscope-reorder -q --durations=15 \
+		--ignore=tests/test_benchmark.py
+
+# The benchmark's checks (tests/test_benchmark.py): `zoo benchmark all --tiny` writes every
+# section and the libraries agree; the GPU script runs zoo on JAX without TensorFlow.
+test-benchmark: $(VENV)/.installed-test
+	$(PY) -m pytest -q --durations=5 tests/test_benchmark.py
 
 # The built wheel on Python 3.11, 3.12 and 3.13, each in a fresh environment with the tested
 # dependency set, and a smoke run (demo, train, export, predict): .ci/pythons.sh. CI runs it

@@ -24,7 +24,7 @@ import pytest  # noqa: E402
 # (`--no-loadscope-reorder`); by default it orders them by their number of tests, which left
 # test_training.py, the longest, to start last and run alone on one core at the end.
 LONGEST_FIRST = (
-    "test_training.py", "test_crash_consistency.py", "test_benchmark.py", "test_export.py",
+    "test_training.py", "test_crash_consistency.py", "test_export.py",
     "test_multiple_choice.py", "test_text_classification.py",
     "test_tasks.py", "test_multi_worker.py", "test_ner.py", "test_span_qa.py",
     "test_jax_distribution.py", "test_backbones.py", "test_convert.py", "test_tokenizers.py",

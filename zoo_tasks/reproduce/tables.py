@@ -65,6 +65,8 @@ def table_name(path):
     """How a run directory records the table at `path`: `family/table` for one of zoo's
     (so a run started from a clone resumes under the installed wheel, whose configs live
     elsewhere), else the file's absolute path, links resolved."""
+    if not path.endswith((".yaml", ".yml")):  # already a name
+        return path
     real = files.absolute(path)
     if not files.is_remote(real):
         real = os.path.realpath(real)
