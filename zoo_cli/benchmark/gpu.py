@@ -54,10 +54,10 @@ def run_zoo(args):
     if keras.backend.backend() == "jax" and args.variant == "threefry_gpu_kernel":
         import jax
 
-        # Dropout's random bits: JAX lowers its generator (threefry, which Keras's seeds
-        # need) to XLA arithmetic, costly on a GPU for 12 layers of (batch, heads, 128, 128)
-        # masks; this flag lowers it to one CUDA kernel instead. A user's choice
-        # (JAX_THREEFRY_GPU_KERNEL_LOWERING=1), timed both ways.
+        # Dropout's random bits: JAX lowers its generator (threefry, the one Keras's seeds
+        # fit) to XLA arithmetic; this flag lowers it to a CUDA kernel instead. A user's
+        # choice (JAX_THREEFRY_GPU_KERNEL_LOWERING=1), timed both ways: on an H200 XLA's own
+        # lowering was the faster (docs/benchmarks.md).
         jax.config.update("jax_threefry_gpu_kernel_lowering", True)
     # lazy: after the backend and JAX's flags are set (Keras reads them on import)
     import zoo
