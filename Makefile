@@ -34,8 +34,9 @@ test: lint
 	$(PY) -m pytest -n 3 --dist loadfile --no-loadscope-reorder -q --durations=15 \
 		--ignore=tests/test_benchmark.py
 
-# The benchmark's checks (tests/test_benchmark.py): `zoo benchmark all --tiny` writes every
-# section and the libraries agree; the GPU script runs zoo on JAX without TensorFlow.
+# The measurement lab's checks (zoo_benchmarks/, tests/test_benchmark.py): `zoo benchmark all
+# --tiny` writes every section and the libraries agree; the GPU script runs zoo on JAX without
+# TensorFlow.
 test-benchmark: $(VENV)/.installed-test
 	$(PY) -m pytest -q --durations=5 tests/test_benchmark.py
 

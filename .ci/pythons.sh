@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make test-pythons`: the built wheel on each Python zoo declares (python_requires), in a fresh
 # environment per version with the tested dependency set (constraints.txt), and a smoke run
-# from an empty directory, beside stand-ins for PyPI's `tools` and `tasks`: `zoo demo --models
-# bert_tiny`, `zoo reproduce --list`, then a tiny `zoo train` -> `zoo export` -> `zoo predict`,
-# none of which may print TensorFlow's start-up lines. An interpreter is `pythonX.Y` on PATH
+# from an empty directory, beside stand-ins for PyPI's `tools` and `tasks`: `zoo benchmark`'s
+# one-line refusal (the lab is not in the wheel), `zoo demo --models bert_tiny`, `zoo reproduce
+# --list`, then a tiny `zoo train` -> `zoo export` -> `zoo predict`, none of which may print
+# TensorFlow's start-up lines. An interpreter is `pythonX.Y` on PATH
 # or pyenv's X.Y.*.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,10 @@ OUT=${OUT:-build/pythons}
 rm -rf "$OUT" && mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 .venv/bin/python -m pip wheel . --no-deps --no-build-isolation -q -w "$OUT/wheel"
 WHEEL=$(ls "$OUT"/wheel/zoo_models-*.whl)
+# The wheel ships zoo, zoo_tasks and zoo_cli; the measurement lab is not in it.
+if .venv/bin/python -m zipfile -l "$WHEEL" | grep -q "zoo_benchmarks/"; then
+    echo "the wheel ships the measurement lab (zoo_benchmarks/)"; exit 1
+fi
 
 find_python() {
     if command -v "python$1" >/dev/null 2>&1 && "python$1" -c "" 2>/dev/null; then
@@ -71,6 +76,16 @@ for version in $VERSIONS; do
             sys.exit(any(not m.__file__.startswith(sys.argv[1]) for m in (zoo_cli, zoo_tasks, zoo)))" \
             "$site" 2>/dev/null || { echo "zoo is not imported from the wheel"; exit 1; }
         zoo --version
+        # The measurement lab (zoo_benchmarks/) stays in the repository: `zoo benchmark` from
+        # the wheel fails with one line saying where it runs.
+        if zoo benchmark tokenizers >"$OUT/bench.out" 2>"$OUT/bench.err"; then
+            echo "zoo benchmark ran from the wheel"; exit 1
+        fi
+        if [ "$(wc -l <"$OUT/bench.err")" -ne 1 ] || \
+                ! grep -q "run it from a clone of the repository" "$OUT/bench.err"; then
+            echo "zoo benchmark from the wheel, not one line saying so:"; cat "$OUT/bench.err"
+            exit 1
+        fi
         zoo_quiet demo --models bert_tiny
         zoo_quiet reproduce --list | grep -q "bert/imdb"
         zoo_quiet data samples --out samples > /dev/null

@@ -26,12 +26,12 @@ import pytest  # noqa: E402
 LONGEST_FIRST = (
     "test_training.py", "test_crash_consistency.py", "test_export.py",
     "test_multiple_choice.py", "test_text_classification.py",
-    "test_tasks.py", "test_multi_worker.py", "test_ner.py", "test_span_qa.py",
+    "test_tasks.py", "test_multi_worker.py", "test_tagging.py", "test_span_qa.py",
     "test_jax_distribution.py", "test_backbones.py", "test_convert.py", "test_tokenizers.py",
     "test_export_mc.py", "test_reproduce.py", "test_transformers_recipe.py",
     "test_docs.py",
-    "test_question_answering.py",
-    "test_token_classification.py")
+    "test_span_qa_own_data.py",
+    "test_tagging_own_data.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -78,7 +78,7 @@ def test_random_initialization_gives_every_weight_its_own_values(family):
     cls, config = TINY[family]
     keras.utils.set_random_seed(3)
     model = cls(**config)
-    heads = (zoo.models.BertPretrainingModel(model) if family == "bert" else
+    heads = (zoo.models.BertForPreTraining(model) if family == "bert" else
              zoo.models.GPTClassifier(model, 2, lm=True) if family == "gpt" else
              zoo.models.ViTClassifier(model, 3))
     random = [w for w in heads.weights
@@ -116,6 +116,46 @@ def test_keras_file_round_trip(family, tmp_path):
     assert type(loaded) is type(model) and loaded.get_config() == model.get_config()
     x = inputs_for(family)
     assert_outputs_close(run(loaded, x), run(model, x), atol=0, where=family)
+
+
+# The renamed head models: former name -> (class, backbone family). Under their former names
+# all four lived in the module zoo.models.head_models.pretraining.
+RENAMED = {
+    "BertPretrainingModel": (zoo.models.BertForPreTraining, "bert"),
+    "BertPretrainer": (zoo.models.BertMaskedLM, "bert"),
+    "GPTLanguageModel": (zoo.models.GPTLMHeadModel, "gpt"),
+    "CausalLanguageModel": (zoo.models.CausalLM, "gpt"),
+}
+
+
+@pytest.mark.parametrize("old_name", list(RENAMED))
+def test_a_keras_file_saved_under_a_former_name_loads(old_name, tmp_path):
+    """A .keras file that names its model "zoo>OLD" (as the code before the rename saved it)
+    loads as the renamed class, with the same outputs; the old Python name is the new class."""
+    import json
+    import zipfile
+
+    cls, family = RENAMED[old_name]
+    assert getattr(zoo.models, old_name) is cls
+    model = cls(build(family))
+    model.save(tmp_path / "new.keras")
+    old = tmp_path / "old.keras"
+    with zipfile.ZipFile(tmp_path / "new.keras") as source, zipfile.ZipFile(old, "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == "config.json":
+                config = json.loads(data)
+                assert config["registered_name"] == f"zoo>{cls.__name__}"
+                config.update(registered_name=f"zoo>{old_name}", class_name=old_name,
+                              module="zoo.models.head_models.pretraining")
+                data = json.dumps(config)
+            target.writestr(item, data)
+    loaded = keras.saving.load_model(old)
+    assert type(loaded) is cls
+    x = inputs_for(family)
+    if cls is zoo.models.BertMaskedLM:
+        x["mask_positions"] = np.array([[1, 3], [0, 2]], "int32")
+    assert_outputs_close(run(loaded, x), run(model, x), atol=0, where=old_name)
 
 
 @pytest.mark.parametrize("family", TEXT)
@@ -241,9 +281,9 @@ def test_mixed_precision_bfloat16(family):
 # The checkpoint heads: every kind of weight-holding layer the families use (dense, embedding
 # and tied decoder, patch convolution and class token, LayerNorm, task-head dense).
 CHECKPOINT_MODELS = {
-    "bert": zoo.models.BertPretrainingModel,
-    "gpt": zoo.models.GPTLanguageModel,
-    "lstm": zoo.models.GPTLanguageModel,
+    "bert": zoo.models.BertForPreTraining,
+    "gpt": zoo.models.GPTLMHeadModel,
+    "lstm": zoo.models.GPTLMHeadModel,
     "vit": lambda backbone: zoo.models.ViTClassifier(backbone, num_classes=5),
 }
 

@@ -33,6 +33,16 @@ def _table(text, heading):
     return rows[1:]  # without the header
 
 
+def test_the_commands_choices_are_the_labs_families_and_backends():
+    """`zoo benchmark`'s --families and --backends are named in zoo_cli (its help runs where
+    the lab is not): the same as the lab's."""
+    from zoo_benchmarks import common
+    from zoo_cli import benchmark
+
+    assert benchmark.FAMILIES == tuple(common.FAMILIES) == ("bert", "gpt1", "vit")
+    assert benchmark.BACKENDS == common.BACKENDS == ("tensorflow", "jax")
+
+
 def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_path):
     out = tmp_path / "docs" / "benchmarks.md"
     proc = subprocess.run(
@@ -117,7 +127,7 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
 
 
 def test_the_gpu_pretraining_benchmark_runs_zoo_on_jax_without_tensorflow(tmp_path):
-    """`python -m zoo_cli.benchmark.gpu` (docs/benchmarks.md's GPU section), as it runs on a
+    """`python -m zoo_benchmarks.gpu` (docs/benchmarks.md's GPU section), as it runs on a
     GPU machine that has JAX and torch but no TensorFlow: here TensorFlow's import fails
     (stand-in packages first on the path), a tiny model, one step each; both libraries give
     a row and the same starting loss within a sanity bound."""
@@ -128,7 +138,7 @@ def test_the_gpu_pretraining_benchmark_runs_zoo_on_jax_without_tensorflow(tmp_pa
     env = dict(os.environ, KERAS_BACKEND="jax",
                PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
     out = subprocess.run(
-        [sys.executable, "-m", "zoo_cli.benchmark.gpu", "--preset", "bert_tiny", "--batch",
+        [sys.executable, "-m", "zoo_benchmarks.gpu", "--preset", "bert_tiny", "--batch",
          "2", "--length", "16", "--steps", "1", "--warmup", "1", "--torch-modes", "eager",
          "--zoo-variants", "default"], cwd=REPO, env=env, capture_output=True, text=True,
         timeout=600)

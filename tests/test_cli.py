@@ -14,6 +14,35 @@ def test_help_lists_every_command(capsys):
         assert command in out
 
 
+def test_a_shared_flag_means_the_same_in_every_command():
+    """--set, --checkpoint, --run-dir and --overwrite parse alike wherever they are taken."""
+    parse = cli.build_parser().parse_args
+    for argv in (["train", "--experiment", "e", "--run-dir", "r"],
+                 ["score", "glue/mrpc", "--gold", "g", "--predictions", "p"],
+                 ["data", "check", "text_classification", "f"]):
+        assert parse(argv).overrides == []
+        assert parse(argv + ["--set", "a.b=1", "--set", "c=d"]).overrides == ["a.b=1", "c=d"]
+    for argv in (["convert", "s", "d"], ["evaluate", "--run-dir", "r"],
+                 ["export", "--run-dir", "r", "--out", "o"]):
+        assert parse(argv).checkpoint == "best"
+        assert parse(argv + ["--checkpoint", "final"]).checkpoint == "final"
+        with pytest.raises(SystemExit):
+            parse(argv + ["--checkpoint", "last"])
+    for argv in (["train", "--experiment", "e"], ["evaluate"], ["export", "--out", "o"]):
+        with pytest.raises(SystemExit):  # --run-dir is required
+            parse(argv)
+    for argv in (["train", "--experiment", "e", "--run-dir", "r"], ["demo"],
+                 ["data", "corpus", "--from", "f", "--out", "o"]):
+        assert parse(argv).overwrite is False and parse(argv + ["--overwrite"]).overwrite
+
+
+def test_a_commands_help_shows_its_usage_lines_as_written(capsys):
+    for argv in (["data", "--help"], ["score", "--help"]):
+        with pytest.raises(SystemExit):
+            cli.main(argv)
+        assert "\n  zoo " + argv[0] + " " in capsys.readouterr().out, argv
+
+
 def test_bad_input_is_a_message_not_a_traceback(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("ZOO_TRACEBACK", raising=False)
     missing = tmp_path / "no_such_corpus.txt"

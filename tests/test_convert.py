@@ -324,12 +324,12 @@ def _vit(**overrides):
 # transformers class -> (zoo model builder, family, input config)
 EXPORTS = {
     "BertModel": (lambda: _bert(), "bert", dict(vocab_size=43, type_vocab_size=3)),
-    "BertForPreTraining": (lambda: zoo.convert.BertPretrainingModel(
+    "BertForPreTraining": (lambda: zoo.models.BertForPreTraining(
         _bert(activation="gelu_approximate")), "bert", dict(vocab_size=43, type_vocab_size=3)),
-    "BertForMaskedLM": (lambda: zoo.convert.BertPretrainingModel(
+    "BertForMaskedLM": (lambda: zoo.models.BertForPreTraining(
         _bert(pooler=False), next_sentence=False), "bert", dict(vocab_size=43, type_vocab_size=3)),
     "OpenAIGPTModel": (lambda: _gpt(activation="relu"), "gpt", dict(vocab_size=37)),
-    "OpenAIGPTLMHeadModel": (lambda: zoo.convert.GPTLanguageModel(_gpt()), "gpt",
+    "OpenAIGPTLMHeadModel": (lambda: zoo.models.GPTLMHeadModel(_gpt()), "gpt",
                              dict(vocab_size=37)),
     "ViTModel": (lambda: _vit(), "vit", dict(image_size=18)),
     "ViTForImageClassification": (lambda: zoo.convert.ViTClassifier(
@@ -380,7 +380,7 @@ def test_to_huggingface_loads_in_transformers_and_round_trips(class_name, tmp_pa
 @pytest.mark.parametrize("model, message", [
     (lambda: _gpt(activation="gelu"), "activation='gelu'"),  # OpenAIGPT has no erf GELU
     (lambda: _bert(pooler=False), "always has a pooler"),
-    (lambda: zoo.convert.BertPretrainingModel(_bert(), next_sentence=False), "no pooler"),
+    (lambda: zoo.models.BertForPreTraining(_bert(), next_sentence=False), "no pooler"),
 ])
 def test_to_huggingface_refuses_what_transformers_cannot_express(model, message, tmp_path):
     with pytest.raises(ConversionError, match=message):
@@ -407,7 +407,7 @@ HEADS = {
         lambda: zoo.models.BertTokenClassifier(_bert(), 4), ["O", "B-PER", "I-PER", "B-LOC"],
         None),
     "BertForMultipleChoice": (lambda: zoo.models.BertMultipleChoice(_bert(), 2), None, _choices),
-    "OpenAIGPTLMHeadModel": (lambda: zoo.models.CausalLanguageModel(_gpt()), None, None),
+    "OpenAIGPTLMHeadModel": (lambda: zoo.models.CausalLM(_gpt()), None, None),
 }
 
 
@@ -465,7 +465,7 @@ def test_fine_tuned_heads_load_in_transformers_with_the_same_logits(name, tmp_pa
     (lambda: zoo.models.BertFeatureTagger(_bert(return_hidden_states=True), 3, "last",
                                           lstm_units=4),
      "BiLSTM"),
-    (lambda: zoo.models.CausalLanguageModel(_bert(causal=True)), "left-to-right BERT"),
+    (lambda: zoo.models.CausalLM(_bert(causal=True)), "left-to-right BERT"),
     (lambda: zoo.models.BertClassifier(_bert(causal=True), 2), "its BERT is left-to-right"),
     (lambda: zoo.models.BertSpanQA(_bert(pooler=False), lstm_units=4), "BiLSTM under its head"),
 ])

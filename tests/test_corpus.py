@@ -96,7 +96,7 @@ def test_two_workers_write_the_corpus_one_process_writes(tmp_path):
 def test_the_bag_of_words_baseline_scores_the_dev_file_as_scikit_learn_does(tmp_path):
     """A learnable rule (the word "great" or "awful" decides): the baseline's metrics.json
     and its predictions file agree with scikit-learn's accuracy on the gold labels."""
-    from zoo_tasks import baselines
+    from zoo_benchmarks import baselines
 
     def write(split, count, offset):
         for i in range(count):

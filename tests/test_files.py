@@ -1,6 +1,6 @@
 """zoo.files: local and remote paths (TensorFlow's in-process `ram://` filesystem stands in for
 `gs://`, which this machine cannot reach), atomic writes, and a walk over the AST that keeps
-every user path of zoo/, zoo_tasks/ and zoo_cli/ on zoo.files."""
+every user path of zoo/, zoo_tasks/, zoo_cli/ and zoo_benchmarks/ on zoo.files."""
 
 import ast
 import os
@@ -22,18 +22,18 @@ ALLOWED = {
     ("zoo/training/run_lock.py", "open"): "reads /proc/<pid>/stat: is a local process a zombie",
     ("zoo/training/run_lock.py", "os.remove"): "the local branch's mkstemp file, hard-linked as "
                                                "the lock (remote paths take the gfile branch)",
-    ("zoo_cli/benchmark/contenders.py", "open"): "zoo_config.json in the benchmark's own "
+    ("zoo_benchmarks/contenders.py", "open"): "zoo_config.json in the benchmark's own "
                                                "tempfile scratch directory",
-    ("zoo_cli/benchmark/contenders.py", "os.path.exists"): "an ONNX file cached in that scratch "
+    ("zoo_benchmarks/contenders.py", "os.path.exists"): "an ONNX file cached in that scratch "
                                                          "directory",
-    ("zoo_cli/benchmark/data.py", "open"): "corpora written to its TemporaryDirectory; "
+    ("zoo_benchmarks/data.py", "open"): "corpora written to its TemporaryDirectory; "
                                          "/proc/<pid>/stat for the resident memory",
-    ("zoo_cli/benchmark/data.py", "os.listdir"): "/proc: the processes of a timed run",
-    ("zoo_cli/benchmark/report.py", "open"): "/proc/cpuinfo, to describe the machine",
-    ("zoo_cli/benchmark/serving.py", "open"): "corpus and texts written to its TemporaryDirectory",
-    ("zoo_cli/benchmark/tokenizers.py", "open"): "the training corpus in its TemporaryDirectory",
-    ("zoo_cli/benchmark/weights.py", "os.makedirs"): "per-family folders in the scratch directory",
-    ("zoo_cli/benchmark/weights.py", "open"): "zoo_config.json into the scratch directory",
+    ("zoo_benchmarks/data.py", "os.listdir"): "/proc: the processes of a timed run",
+    ("zoo_benchmarks/report.py", "open"): "/proc/cpuinfo, to describe the machine",
+    ("zoo_benchmarks/serving.py", "open"): "corpus and texts written to its TemporaryDirectory",
+    ("zoo_benchmarks/tokenizers.py", "open"): "the training corpus in its TemporaryDirectory",
+    ("zoo_benchmarks/weights.py", "os.makedirs"): "per-family folders in the scratch directory",
+    ("zoo_benchmarks/weights.py", "open"): "zoo_config.json into the scratch directory",
 }
 
 
@@ -60,7 +60,7 @@ def _direct_calls(path):
 def test_no_module_reaches_a_user_path_around_zoo_files():
     root = pathlib.Path(REPO)
     found, used = [], set()
-    packages = ("zoo", "zoo_tasks", "zoo_cli")
+    packages = ("zoo", "zoo_tasks", "zoo_cli", "zoo_benchmarks")
     for path in sorted(p for d in packages for p in (root / d).rglob("*.py")):
         relative = path.relative_to(root).as_posix()
         if relative == "zoo/files.py":

@@ -1,6 +1,8 @@
 """The house rules of the tree: imports run zoo_cli/ -> zoo_tasks/ -> zoo/, files stay small, a
 module uses only the public names of another, modules import each other without a cycle,
-and an import inside a function says why it is there.
+and an import inside a function says why it is there. The measurement lab, zoo_benchmarks/, sits
+beside the product: it imports zoo and zoo_tasks, the installed packages never import it (the
+wheel does not ship it), and its modules keep the same rules.
 
 Every import of every module is read with `ast`, including the ones inside functions (a lazy
 import is still a dependency), and relative imports are resolved against the module's
@@ -14,8 +16,12 @@ import pytest
 
 from tests.harness import REPO
 
-# A package may import the packages below it, never one above it.
-LAYERS = {"zoo": 0, "zoo_tasks": 1, "zoo_cli": 2}
+# A package may import the packages below it, never one above it. The lab (zoo_benchmarks/) uses
+# the library and the tasks; zoo_cli runs it, by name (zoo_cli.lab.import_lab), never by an
+# import statement: INSTALLED, what the wheel ships, never imports it.
+LAB = "zoo_benchmarks"
+LAYERS = {"zoo": 0, "zoo_tasks": 1, LAB: 2, "zoo_cli": 3}
+INSTALLED = ("zoo", "zoo_tasks", "zoo_cli")
 MAX_LINES = 500
 
 
@@ -64,6 +70,37 @@ def test_the_import_check_sees_lazy_and_relative_imports(tmp_path, monkeypatch):
         (2, "zoo_tasks"), (3, "zoo"), (4, "zoo")]
     with pytest.raises(AssertionError, match=r"zoo/sub/m.py:2 imports zoo_tasks"):
         test_imports_run_from_tools_to_tasks_to_zoo()
+
+
+def _lab_imports():
+    return [f"{path}:{line} imports {top}" for path in _modules()
+            if path.split(os.sep)[0] in INSTALLED for line, top in _imported(path) if top == LAB]
+
+
+def test_the_lab_is_never_imported_by_zoo_zoo_tasks_or_zoo_cli():
+    """The installed packages run where the lab is not (an installed wheel): zoo and zoo_tasks
+    never import it, and zoo_cli reaches it only through zoo_cli.lab.import_lab, which says in
+    one line that it runs from a clone of the repository."""
+    found = _lab_imports()
+    assert not found, f"the installed packages import the lab ({LAB}/):\n" + "\n".join(found)
+
+
+def test_the_lab_check_sees_lazy_and_relative_imports(tmp_path, monkeypatch):
+    for path, text in (
+            ("zoo/m.py", "def f():\n    import zoo_benchmarks.gpu\n"),
+            ("zoo_tasks/sub/m.py", "def f():\n    # lazy: a reason\n"
+                                   "    from zoo_benchmarks import rows\n"),
+            ("zoo_cli/m.py", "from zoo_benchmarks.report import run\n"),
+            ("zoo_benchmarks/m.py", "import zoo_tasks\nfrom . import rows\n")):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    monkeypatch.setattr("tests.test_layout.REPO", str(tmp_path))
+    assert _lab_imports() == [os.path.join(*parts) + f":{line} imports zoo_benchmarks"
+                              for parts, line in ((("zoo", "m.py"), 2),
+                                                  (("zoo_tasks", "sub", "m.py"), 3),
+                                                  (("zoo_cli", "m.py"), 1))]
+    with pytest.raises(AssertionError, match=r"zoo_cli/m.py:1 imports zoo_benchmarks"):
+        test_the_lab_is_never_imported_by_zoo_zoo_tasks_or_zoo_cli()
 
 
 def test_every_module_opens_with_what_it_owns():

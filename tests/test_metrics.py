@@ -53,6 +53,15 @@ def test_main_metric_comes_first():
     assert METRICS["glue/stsb"] == ("spearman", "pearson")
 
 
+def test_the_former_module_names_still_import():
+    # Deprecated names (CHANGELOG): zoo.metrics.squad, .conll and .token_classification.
+    from zoo.metrics import conll, span_qa, squad, tagging, token_classification
+
+    assert squad.squad_v2 is span_qa.squad_v2
+    assert conll.score_conll is tagging.score_conll
+    assert token_classification.score_token_classification is tagging.score_token_classification
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_compute_equals_sklearn_and_scipy_on_random_labels(seed):
     rng = np.random.default_rng(seed)

@@ -24,7 +24,7 @@ from zoo_tasks import runs
 from tests.test_training import TINY, WIDE
 from zoo_cli.main import main as cli
 from zoo import config as config_lib
-from zoo import metrics as metrics_lib
+from zoo import metrics
 from zoo.data import DataError, read_examples
 from zoo.data.samples import LAYOUT
 
@@ -239,7 +239,7 @@ def test_swag_accuracy_matches_sklearn_and_counts_missing(tmp_path, caplog):
     predicted = {100: 0, 101: 3, 102: 1, 103: 1, 104: 2, 106: 2}  # 105 and 107 missing
     path = _predictions(tmp_path, [f"{i}\t{p}" for i, p in reversed(predicted.items())])
     with caplog.at_level(logging.WARNING, logger="zoo.metrics"):
-        result = metrics_lib.score("swag", gold, path)
+        result = metrics.score("swag", gold, path)
     # Missing answers are wrong: -1 is never a gold index.
     expected = 100 * accuracy_score(gold_labels, [predicted.get(100 + i, -1) for i in range(8)])
     assert result == {"accuracy": pytest.approx(expected), "total": 8, "missing": 2}
@@ -283,7 +283,7 @@ def test_story_cloze_scores_the_two_endings(tmp_path):
     predicted = {"a1": 0, "b2": 0, "c3": 1, "d4": 0, "e5": 1}  # 0-based choice indices
     path = _predictions(tmp_path, [f"{i}\t{p}" for i, p in predicted.items()])
     expected = 100 * accuracy_score([a - 1 for a in answers.values()], list(predicted.values()))
-    assert metrics_lib.score("story_cloze", gold, path) == {
+    assert metrics.score("story_cloze", gold, path) == {
         "accuracy": pytest.approx(expected), "total": 5, "missing": 0}
 
 
@@ -300,7 +300,7 @@ def test_bad_predictions_name_file_and_line(tmp_path, rows, header, line, messag
     gold = _swag(tmp_path, [0, 1])
     path = _predictions(tmp_path, rows, header)
     with pytest.raises(DataError) as error:
-        metrics_lib.score("swag", gold, path)
+        metrics.score("swag", gold, path)
     assert str(error.value).startswith(f"{path}:{line}: ") and message in str(error.value)
 
 
@@ -310,4 +310,4 @@ def test_unlabelled_gold_is_refused(tmp_path):
                     "0,anetv_x,5,A man sits. He,A man sits.,He,gold,eats.,runs.,sleeps.,sings.\n")
     path = _predictions(tmp_path, ["5\t0"])
     with pytest.raises(DataError, match="no gold label"):
-        metrics_lib.score("swag", gold, path)
+        metrics.score("swag", gold, path)

@@ -1,12 +1,19 @@
 """How zoo declares its dependencies (issue #43): compatible ranges in setup.cfg, as a library
 declares them, and the exact tested set in constraints.txt, which `make` installs with. Each
-pin lies inside its range, and the installed versions are the pinned ones. The wheel itself is
+pin lies inside its range, and the installed versions are the pinned ones. What the wheel
+holds: zoo, zoo_tasks and zoo_cli, never the measurement lab (zoo_benchmarks/), and a zoo
+without the lab says in one line that the benchmarks run from a clone. The wheel itself is
 tested by `make test-pythons` (.ci/pythons.sh, run by CI after `make test`): built, installed
 beside stand-ins for PyPI's `tools` and `tasks` on each Python, and run from an empty
 directory with no TensorFlow start-up line reaching the user."""
 
+import argparse
 import configparser
 import os
+import shutil
+import subprocess
+import sys
+import zipfile
 from importlib import metadata
 
 from packaging.requirements import Requirement
@@ -46,3 +53,43 @@ def test_runtime_requirements_are_ranges_that_hold_the_pinned_and_installed_vers
     for name, version in pins.items():  # what the tests run with is the pinned set
         installed = Version(metadata.version(name))
         assert Version(installed.public) == version, (name, installed, version)
+
+
+def test_the_wheel_ships_zoo_zoo_tasks_and_zoo_cli_and_not_the_lab(tmp_path):
+    """Built from a copy of the tree, the lab beside the packages as in a clone: its top-level
+    folders are the three packages and the distribution's metadata."""
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("setup.cfg", "pyproject.toml", "README.md"):
+        shutil.copy(os.path.join(REPO, name), source / name)
+    for name in ("zoo", "zoo_tasks", "zoo_cli", "zoo_benchmarks"):
+        shutil.copytree(os.path.join(REPO, name), source / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps",
+                    "--no-build-isolation", "-q", "-w", str(tmp_path / "wheel")],
+                   check=True, capture_output=True, timeout=600)
+    (wheel,) = (tmp_path / "wheel").glob("zoo_models-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {name.split("/")[0] for name in names}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"zoo", "zoo_tasks", "zoo_cli"}
+    assert "zoo_cli/benchmark.py" in names and "zoo/configs/reproduce/bert/imdb.yaml" in names
+
+
+def test_zoo_benchmark_without_the_lab_says_in_one_line_to_run_from_a_clone(
+        tmp_path, monkeypatch, capsys):
+    """As from an installed wheel (no zoo_benchmarks on the path or beside zoo_cli/): `zoo
+    benchmark` fails with one line, and `zoo reproduce` hands zoo_tasks no lab (zoo's own rows
+    run; a lab row stops with its message, tests/test_reproduce.py)."""
+    from zoo_cli import benchmark, lab, reproduce
+
+    monkeypatch.setattr(lab, "ROOT", str(tmp_path))
+    monkeypatch.setattr(sys, "path", [p for p in sys.path
+                                      if not os.path.isdir(os.path.join(p or ".", lab.LAB))])
+    for name in [m for m in sys.modules if m.split(".")[0] == lab.LAB]:
+        monkeypatch.delitem(sys.modules, name)
+    assert benchmark.run(argparse.Namespace(target="models")) == 1
+    err = capsys.readouterr().err
+    assert err == ("zoo benchmark: error: zoo_benchmarks.report is in the repository's "
+                   "zoo_benchmarks/ folder, which the installed zoo does not ship: run it from "
+                   "a clone of the repository (pip install -e '.[benchmark]')\n")
+    assert reproduce.lab_trainers() == {}

@@ -15,9 +15,9 @@ import tensorflow as tf
 from tests.data_fixtures import WORDS, random_sentence, wordpiece, write_corpus, write_vocab
 from zoo.data.causal_lm import causal_lm_dataset
 from zoo.data.images import image_dataset
-from zoo.data.ner import align_tokens, ner_dataset
+from zoo.data.tagging import align_tokens, ner_dataset
 from zoo.data.readers import CONLL_TAGS
-from zoo.data.squad import squad_dataset, squad_windows
+from zoo.data.span_qa import squad_dataset, squad_windows
 
 
 @pytest.fixture(scope="module")

@@ -325,6 +325,34 @@ def test_a_run_directory_names_zoos_own_tables_wherever_zoo_is_installed():
     assert tables.table_name("elsewhere/mine.yaml") == os.path.realpath("elsewhere/mine.yaml")
 
 
+def test_the_lab_rows_need_the_lab_and_zoos_own_rows_run_without_it(tmp_path, capsys):
+    """The baseline and transformers rows of bert/imdb are trained by the measurement lab
+    (zoo_benchmarks/, not in the wheel), which `zoo reproduce` hands to zoo_tasks: it has a
+    trainer for each of those rows the tables allow. Without it (an installed wheel) a lab
+    row stops the reproduction before anything runs, naming the row and what to do; --rows
+    without the lab rows passes the check."""
+    from zoo_benchmarks import rows
+    from zoo_cli import reproduce as reproduce_cli
+    from zoo_tasks.reproduce import tables
+
+    kinds = ("library_pretraining", "library_finetuning")
+    assert set(rows.TRAINERS) == ({("baseline", name) for name in tables.BASELINES}
+                                  | {(kind, name) for kind in kinds for name in tables.LIBRARIES})
+    assert reproduce_cli.lab_trainers() == rows.TRAINERS  # from this clone
+    table = reproduce.load_table("bert/imdb")
+    run = tmp_path / "run"
+    # The lab's steps at scale cpu: the baseline's imdb cell, the transformers pretraining and
+    # its imdb cell at 3 seeds.
+    with pytest.raises(reproduce.TableError, match=r"^bag_of_words / imdb \(and 4 more steps\): "
+                       "trained by the repository's measurement lab, zoo_benchmarks/, which the "
+                       "installed zoo does not ship: run zoo reproduce from a clone"):
+        reproduce.reproduce(table, "cpu", str(tmp_path), str(run), lab={})
+    assert not run.exists()
+    steps = reproduce.plan(table, "cpu", str(tmp_path), str(run))
+    wanted = run_lib._wanted(table, "cpu", steps, ["scratch", "pretrained"])
+    run_lib._check_lab(steps, wanted, {})  # zoo's own rows: no lab needed
+
+
 def test_zero_shot_columns_read_the_checkpoint_of_each_rows_updates(sample_data, tmp_path,
                                                                     capsys, monkeypatch):
     """GPT-1 Figure 2 (right) as a table: a row with `updates: N` scores its pretraining's model
@@ -475,7 +503,7 @@ def test_the_imdb_table_runs_from_review_folders_beside_bag_of_words_and_transfo
     commands = (run / "commands.sh").read_text(encoding="utf-8")
     assert f"zoo data corpus --from {root / 'train'} --out" in commands
     assert "--strip-html" in commands
-    assert ("python -m zoo_tasks.baselines bag_of_words --experiment bert/text_classification"
+    assert ("python -m zoo_benchmarks.baselines bag_of_words --experiment bert/text_classification"
             in commands)
     # The transformers row: zoo's pretraining's settings, trained by transformers after all of
     # zoo's steps; its cell starts from the model it saved and is scored on the same file.

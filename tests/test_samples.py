@@ -48,6 +48,7 @@ def test_every_task_has_samples():
     own = {"text_classification", "token_classification", "question_answering"}
     assert set(LAYOUT) == set(BENCHMARKS) - own
     assert all(not BENCHMARKS[name].layout for name in own)
+    assert own == {name for name, benchmark in BENCHMARKS.items() if benchmark.own_data}
 
 
 @pytest.mark.parametrize("task, split", [(t, s) for t in LAYOUT for s in LAYOUT[t]])

@@ -1,7 +1,7 @@
 """SQuAD v1.1 / v2.0: training on the samples, post-processing, the official scoring rules.
 
 Expected scores are worked out by hand from the rules of the official evaluate-v1.1.py and
-evaluate-v2.0.py (not installable; zoo.metrics.squad rewrites them); each derivation is in a
+evaluate-v2.0.py (not installable; zoo.metrics.span_qa rewrites them); each derivation is in a
 comment. The training runs use the 128-wide BERT (WIDE) of tests/test_training.py (at 64 wide,
 v1.1 F1 29.0 and v2.0 best F1 19.9 fall short) on windows of 96 tokens every 48, so many sample
 contexts get two windows.
@@ -18,7 +18,7 @@ from tests.test_training import WIDE
 from zoo import config as config_lib
 from zoo.data import DataError
 from zoo.data.samples import LAYOUT
-from zoo.metrics import squad as squad_metrics
+from zoo.metrics import span_qa as span_qa_metrics
 
 # Measured at learning rate 1e-3 with train.seed 0 / 1 / 2: v2.0 best_f1 41.4 / 44.2 / 36.1
 # (empty-answer baseline 18.2), v1.1 F1 36.0 / - / 32.3 (baseline 0). At 2e-3 v2.0 varied
@@ -139,7 +139,7 @@ def test_training_stream_resumes_exactly_and_gpt_is_refused(sample_data):
 
 def test_best_span_over_two_windows_maps_back_to_the_context():
     from zoo_tasks.span_qa import best_spans
-    from zoo.data.squad import squad_windows
+    from zoo.data.span_qa import squad_windows
     from zoo.tokenizers import WordPieceTokenizer
 
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "?", "zoe", "met", "renee",
@@ -202,7 +202,7 @@ def test_squad_v1_scores_by_the_official_rules(tmp_path):
     # q5: no prediction: wrong (0, 0), counted in the total.
     # q6: punctuation is deleted, not spaced: "rocknroll" vs "rock n roll": EM 0, F1 0.
     # EM = (1 + 0 + 1 + 1 + 0 + 0) / 6 = 50; F1 = (1 + 2/3 + 1 + 0 + 0 + 0) / 6 = 4/9.
-    result = squad_metrics.squad_v1(gold, predictions)
+    result = span_qa_metrics.squad_v1(gold, predictions)
     assert result["exact_match"] == 50.0
     assert result["f1"] == pytest.approx(400 / 9)
     assert result["missing"] == 1
@@ -219,7 +219,7 @@ def test_squad_v2_scores_by_the_official_rules():
     # (P 1, R 1/2). a3 "" vs "1984": (0, 0) (one side empty, the other not). a4: gold "the"
     # normalises to "" and is dropped, "An Answer" -> "answer" = prediction: (1, 1).
     # n1: gold [""], prediction "": (1, 1). n2: gold [""], prediction "London": (0, 0).
-    result = squad_metrics.squad_v2(V2_GOLD, V2_PREDICTIONS)
+    result = span_qa_metrics.squad_v2(V2_GOLD, V2_PREDICTIONS)
     assert result == pytest.approx({
         "exact": 100 * 3 / 6, "f1": 100 * (1 + 2 / 3 + 0 + 1 + 1 + 0) / 6, "total": 6,
         "HasAns_exact": 100 * 2 / 4, "HasAns_f1": 100 * (1 + 2 / 3 + 0 + 1) / 4,
@@ -229,7 +229,7 @@ def test_squad_v2_scores_by_the_official_rules():
 def test_squad_v2_threshold_search_by_the_official_rules():
     # File order of the no-answer scores matters for ties (the official sort is stable).
     na_probs = {"a4": -1.0, "n2": -1.0, "a1": -2.0, "a2": 0.5, "n1": 0.5, "a3": 3.0}
-    result = squad_metrics.squad_v2(V2_GOLD, V2_PREDICTIONS, na_probs)
+    result = span_qa_metrics.squad_v2(V2_GOLD, V2_PREDICTIONS, na_probs)
     # na_prob_thresh 1.0: only a3 (3.0) counts as "", answerable, so 0 as before: the
     # plain scores are the raw ones of the test above.
     assert result["exact"] == 50.0 and result["f1"] == pytest.approx(100 * (11 / 3) / 6)
@@ -248,11 +248,11 @@ def test_squad_v2_threshold_search_by_the_official_rules():
 def test_squad_v2_threshold_search_keeps_all_unanswered_and_forces_empty_above_one():
     # Start: n1 answered "y" but counted as unanswered: 1; n1 (0.1) -1 -> 0; a1 (0.2) wrong
     # answer +0 -> 0. Nothing beats 1: best 1 of 2 = 50 at the initial threshold 0.0.
-    result = squad_metrics.squad_v2({"n1": [], "a1": ["x"]}, {"n1": "y", "a1": "z"},
+    result = span_qa_metrics.squad_v2({"n1": [], "a1": ["x"]}, {"n1": "y", "a1": "z"},
                                     {"n1": 0.1, "a1": 0.2})
     assert (result["best_f1"], result["best_f1_thresh"]) == (50.0, 0.0)
     # A no-answer score above 1.0 turns "y" into "": n1 right, EM and F1 1 of 2.
-    result = squad_metrics.squad_v2({"n1": [], "a1": ["x"]}, {"n1": "y", "a1": "z"},
+    result = span_qa_metrics.squad_v2({"n1": [], "a1": ["x"]}, {"n1": "y", "a1": "z"},
                                     {"n1": 1.5, "a1": 0.2})
     assert (result["exact"], result["f1"]) == (50.0, 50.0)
 
@@ -261,7 +261,7 @@ def test_squad_v2_missing_predictions_are_wrong_and_counted(caplog):
     # a1 right; n1 has no prediction: wrong (not "" by default) -> 1 of 2 = 50. The search
     # starts at 0 (no answered unanswerable question), a1 +1 -> 1 at thresh 0.0: 50.
     with caplog.at_level("WARNING", logger="zoo.metrics"):
-        result = squad_metrics.squad_v2({"a1": ["x"], "n1": []}, {"a1": "x"}, {"a1": 0.0})
+        result = span_qa_metrics.squad_v2({"a1": ["x"], "n1": []}, {"a1": "x"}, {"a1": 0.0})
     assert "no prediction for 1 of 2 questions" in caplog.text
     assert result["exact"] == 50.0 and result["total"] == 2 and result["missing"] == 1
     assert result["NoAns_exact"] == 0.0

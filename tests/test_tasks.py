@@ -29,34 +29,21 @@ CI_STYLE = {"glue/cola": "bert", "glue/sst2": "gpt1", "glue/mrpc": "bert", "glue
             "glue/wnli": "gpt1", "snli": "gpt1", "scitail": "bert"}
 ALL_STYLES = os.environ.get("ZOO_ALL_STYLES") == "1"
 # Margin over chance each task must clear (accuracy points; correlation / MCC for STS-B, CoLA).
-# MRPC is the exception, with a small margin: whether the second sentence changed one of the
-# first one's entities is not learnt from 400 pairs without pretraining (measured: 0.53-0.65
-# after 10-60 epochs, either style; 0.56 here); `zoo demo` trains it on 4,000 pairs for 2,000
-# steps, too long for CI. Runs are deterministic, so the numbers do not flake.
+# MRPC's margin is small: its samples do not teach the entity check without pretraining
+# (docs/measurements.md, "The test suite"). Runs are deterministic, so the numbers do not flake.
 MARGIN = collections.defaultdict(lambda: 0.2, {"glue/mrpc": 0.03, "glue/qqp": 0.1,
                                                 "glue/stsb": 0.2, "glue/qnli": 0.1})
-# Measured at TINY's 64 wide in CI's style with train.seed 0 / 1 (needed: chance + margin): after
-# 10 epochs CoLA MCC 0.625 / 0.612 (0.2) and SST-2 1.0 / 1.0, but after 5 (CoLA) or 4 (SST-2)
-# both still at chance (MCC 0.0; 0.5 / 0.47); after 6 epochs SciTail 0.97 / 0.95 (0.74), after 3
-# still 0.46; after 3 epochs RTE 0.90 / 0.90 (0.70), WNLI 0.84 / 0.84 (0.74), SNLI 0.895 /
-# 0.895 (0.59), MNLI matched 0.78 / 0.78 (0.58), the same as after 6; after 6 epochs QNLI
-# 0.79 / 0.77 (0.61). MRPC, QQP and STS-B train bert_tiny's 128 wide (WIDE): at 64, after 15
-# epochs, QQP reached 0.64 / 0.59 of its 0.62, MRPC 0.54 of 0.55 and STS-B a Spearman of 0.10
-# of 0.2 (seed 0). At 128, after 9 epochs QQP reached 0.58 of its 0.62 (seed 0) and STS-B a
-# Spearman of 0.04 / 0.06, so they keep 15. The other style (ZOO_ALL_STYLES=1) keeps the epochs
-# it was measured with at 128 wide (OTHER_STYLE_EPOCHS); it has not been re-measured at 64.
+# The fewest epochs that clear each margin in CI's style, at 64 wide (TINY) but for the WIDE
+# tasks; the other style (ZOO_ALL_STYLES=1) keeps its own (docs/measurements.md, "The test
+# suite").
 WIDE_TASKS = ("glue/mrpc", "glue/qqp", "glue/stsb")
 EPOCHS = collections.defaultdict(lambda: 10, {
     "glue/rte": 3, "glue/wnli": 3, "snli": 3, "scitail": 6, "glue/mnli": 3, "glue/qnli": 6,
     "glue/mrpc": 15, "glue/qqp": 15, "glue/stsb": 15})
 OTHER_STYLE_EPOCHS = {"glue/rte": 6, "glue/wnli": 6, "snli": 6, "glue/mnli": 6, "glue/qnli": 9}
 # Tasks whose sample sentences are short for their sequence length train in CI's style with
-# dynamic padding (`data.pad_to_multiple_of`, as a user would; the other style keeps the fixed
-# width it was measured with). Measured in CI's style at one thread, fixed width -> buckets of
-# 16, train.seed 0 / 1: QQP 18.3 -> 10.7 CPU-s, accuracy 0.65 / 0.76 -> 0.66 / 0.66 (0.62
-# needed); SST-2 8.7 -> 6.8 CPU-s, 1.0 / 1.0 either way; CoLA 6.1 -> 4.9 CPU-s, MCC 0.62 ->
-# 0.56 / 0.51 (0.2 needed). The other tasks' samples fill their 48 tokens: no gain (MNLI, SNLI,
-# RTE and SciTail took 0.1-0.9 s longer, the extra traces), and STS-B's Spearman fell to 0.29.
+# dynamic padding (`data.pad_to_multiple_of`), as a user would; the other style keeps the fixed
+# width (docs/measurements.md, "The test suite").
 DYNAMIC_PADDING = {"glue/qqp": 16, "glue/sst2": 16, "glue/cola": 16}
 
 

@@ -623,6 +623,63 @@ def test_train_vocabulary_cli_round_trip(kind, lowercase, corpus_file, tmp_path)
     assert tokenizer.lowercase is lowercase
 
 
+def _vocabulary_file_tokens(out, kind):
+    """The tokens in the files `zoo data vocab` wrote, read as transformers reads them."""
+    if kind == "wordpiece":
+        return (out / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    return list(json.loads((out / "vocab.json").read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "bpe"])
+@pytest.mark.parametrize("size", [450, 900])
+def test_zoo_data_vocab_gives_the_size_asked(kind, size, corpus_file, tmp_path, capsys):
+    """`--size N` is N tokens, special tokens included (tensorflow-text's threshold search
+    gave 517 for 450 and 707 for 900 on this corpus, and 8,311 for 2,000 on the samples)."""
+    from zoo_cli.main import main
+
+    out = tmp_path / "vocab"
+    assert main(["data", "vocab", "--corpus", corpus_file, "--size", str(size), "--kind", kind,
+                 "--out", str(out)]) == 0
+    tokens = _vocabulary_file_tokens(out, kind)
+    assert len(tokens) == len(set(tokens)) == size
+    assert f"vocabulary of {size} tokens" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "bpe"])
+def test_zoo_data_vocab_is_smaller_only_when_the_corpus_runs_out(kind, tmp_path, capsys):
+    from zoo_cli.main import main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat on the mat\n" * 20, encoding="utf-8")
+    out = tmp_path / "vocab"
+    assert main(["data", "vocab", "--corpus", str(corpus), "--size", "1000", "--kind", kind,
+                 "--out", str(out)]) == 0
+    tokens = _vocabulary_file_tokens(out, kind)
+    assert len(tokens) < 1000
+    suffix = "" if kind == "wordpiece" else "</w>"
+    assert {word + suffix for word in ("the", "cat", "sat", "on", "mat")} <= set(tokens)
+    assert "fewer than --size 1000" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "bpe"])
+def test_zoo_data_vocab_below_the_alphabet_is_an_error(kind, tmp_path, capsys):
+    from zoo_cli.main import main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("abcdefghij klmnopqrst\n", encoding="utf-8")
+    out = tmp_path / "vocab"
+    assert main(["data", "vocab", "--corpus", str(corpus), "--size", "10", "--kind", kind,
+                 "--out", str(out)]) == 1
+    error = capsys.readouterr().err
+    # The 20 letters; wordpiece adds the "##" forms of the 18 inside a word, bpe the "</w>"
+    # forms of the 2 ending one; then the special tokens ([PAD] [UNK] [CLS] [SEP] [MASK]; <unk>).
+    least = {"wordpiece": 20 + 18 + 5, "bpe": 20 + 2 + 1}[kind]
+    assert "size 10 is too small for the corpus" in error
+    assert f"ask for at least {least}" in error, error
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["corpus.txt"]  # no staging left over
+
+
 def test_train_vocabulary_errors(corpus_file, tmp_path):
     with pytest.raises(FileNotFoundError, match="missing.txt"):
         tokenizers.train_vocabulary([str(tmp_path / "missing.txt")], size=10, kind="bpe",
@@ -634,9 +691,10 @@ def test_train_vocabulary_errors(corpus_file, tmp_path):
 
 def test_retraining_into_the_same_directory_swaps_it_whole(corpus_file, tmp_path):
     """A BPE vocabulary trained over a WordPiece one leaves no WordPiece file behind."""
+    # 600 tokens: the characters of CORPUS alone (and their "##" / "</w>" forms) make over 400.
     out = str(tmp_path / "vocab")
-    tokenizers.train_vocabulary([corpus_file], size=120, kind="wordpiece", out=out)
-    tokenizers.train_vocabulary([corpus_file], size=120, kind="bpe", out=out)
+    tokenizers.train_vocabulary([corpus_file], size=600, kind="wordpiece", out=out)
+    tokenizers.train_vocabulary([corpus_file], size=600, kind="bpe", out=out)
     assert sorted(os.listdir(out)) == ["merges.txt", "tokenizer_config.json", "vocab.json"]
     assert isinstance(tokenizers.from_directory(out), tokenizers.GPTTokenizer)
     assert [p for p in os.listdir(tmp_path) if p != "vocab"] == []  # no staging left over
@@ -644,5 +702,5 @@ def test_retraining_into_the_same_directory_swaps_it_whole(corpus_file, tmp_path
     unrelated.mkdir()
     (unrelated / "keep.txt").write_text("mine")
     with pytest.raises(FileExistsError, match="not a vocabulary directory"):
-        tokenizers.train_vocabulary([corpus_file], size=120, kind="bpe", out=str(unrelated))
+        tokenizers.train_vocabulary([corpus_file], size=600, kind="bpe", out=str(unrelated))
     assert os.listdir(unrelated) == ["keep.txt"]

@@ -4,10 +4,11 @@ The forward pass is checked against transformers elsewhere (test_convert); this 
 step: zoo's loss (masked LM averaged over real predictions, + NSP), AdamW with its decay
 exclusions, the warmup + linear decay schedule and global-norm clipping, as `task.compile`
 builds them, against `BertForPreTraining` / `BertForSequenceClassification` trained by
-torch's AdamW, transformers' schedule and torch's clipping (zoo_tasks.transformers_recipe) from
-the same weights (`zoo.convert.to_huggingface`) on the same batches (zoo's own, masked by its
-pipeline). Tiny BERT, dropout 0, float32, 30 steps: the losses of every step agree within
-1e-4 relative, and so do the weights after them (the tolerance measured below).
+torch's AdamW, transformers' schedule and torch's clipping (zoo_benchmarks.transformers_recipe,
+the measurement lab's) from the same weights (`zoo.convert.to_huggingface`) on the same
+batches (zoo's own, masked by its pipeline). Tiny BERT, dropout 0, float32, 30 steps: the
+losses of every step agree within 1e-4 relative, and so do the weights after them (the
+tolerance measured below).
 
 The recipe is made to show its parts: a learning rate of 1e-3 (steps are clipped,
 checked), and weight decay 0.1 so that decaying a LayerNorm gain (1.0) or not differs by
@@ -25,7 +26,7 @@ transformers = pytest.importorskip("transformers")
 import keras  # noqa: E402
 
 import zoo_tasks  # noqa: E402
-from zoo_tasks import transformers_recipe as recipe  # noqa: E402
+from zoo_benchmarks import transformers_recipe as recipe  # noqa: E402
 from zoo import config as config_lib  # noqa: E402
 from zoo import convert  # noqa: E402
 
@@ -154,8 +155,8 @@ def test_fine_tuning_steps_equal_transformers_bert_for_sequence_classification(s
 
 
 def test_a_finished_transformers_run_is_kept_unless_overwrite(tmp_path, capsys):
-    """`python -m zoo_tasks.transformers_recipe` (the transformers row's commands) refuses to
-    train over a finished run (its metrics.json), naming it and --overwrite."""
+    """`python -m zoo_benchmarks.transformers_recipe` (the transformers row's commands)
+    refuses to train over a finished run (its metrics.json), naming it and --overwrite."""
     (tmp_path / "metrics.json").write_text("[]", encoding="utf-8")
     assert recipe.main(["finetune", "--experiment", "bert/text_classification", "--out",
                         str(tmp_path)]) == 1

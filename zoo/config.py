@@ -23,6 +23,7 @@ import typing
 import yaml
 
 from zoo import files
+from zoo.layers.hidden_state_features import FEATURES
 
 # The experiment YAMLs are package data (zoo/configs/, in the wheel); the repository's
 # top-level configs/ is a link to them.
@@ -41,11 +42,6 @@ def _field(default, help, *, min=None, max=None, choices=None, factory=None, ite
 
 
 # === Sections ===
-
-
-# BERT Table 7: which hidden states feed the feature-based NER model.
-FEATURES = ("embeddings", "second_to_last", "last", "sum_last_four", "concat_last_four",
-            "sum_all")
 
 
 @dataclasses.dataclass

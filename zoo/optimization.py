@@ -114,7 +114,6 @@ def merge_duplicate_rows(gradient):
     is wrong (one id looked up 3 times and another once: 3.46 for the true 5.48). With the
     rows merged first, the norm is the norm of the gradient, as on JAX and PyTorch (dense
     gradients) and as torch.nn.utils.clip_grad_norm_ computes it; the update is the same.
-    Found by tests/test_transformers_recipe.py (0.3 % off at the first step of a tiny BERT).
     """
     if keras.backend.backend() != "tensorflow":
         return gradient

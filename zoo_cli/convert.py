@@ -29,16 +29,16 @@ nothing is left there on failure):
                       feature-based NER have no transformers model and are refused.
 """
 
-import argparse
 import os
 import sys
 
+from zoo_cli.arguments import add_checkpoint, add_command
+
 
 def register(subparsers):
-    parser = subparsers.add_parser(
-        "convert", help="convert a checkpoint to a zoo .keras file or to Hugging Face",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(
+        subparsers, "convert", "convert a checkpoint to a zoo .keras file or to Hugging Face",
+        __doc__, run)
     parser.add_argument("src", metavar="SRC", help="checkpoint to read (format detected)")
     parser.add_argument("dst", metavar="DST",
                         help="file (--to zoo: must end in .keras) or folder (--to hf) to create")
@@ -46,13 +46,11 @@ def register(subparsers):
                         help="output format (default: zoo)")
     parser.add_argument("--with-head", action="store_true",
                         help="keep the checkpoint's task head (MLM/NSP, LM, classifier)")
-    parser.add_argument("--checkpoint", choices=("best", "final"), default="best",
-                        help="which model of a run directory SRC (default: best, falling "
-                        "back to final)")
+    add_checkpoint(parser, help="which model of a run directory SRC (default: best, falling "
+                                "back to final)")
     parser.add_argument("--bert-config", metavar="JSON",
                         help="bert_config.json of a Google BERT checkpoint "
                              "(default: the one beside it)")
-    parser.set_defaults(func=run)
 
 
 def run(args):

@@ -15,12 +15,13 @@ import logging
 import os
 import sys
 
+from zoo_cli.arguments import add_command, add_overrides, add_overwrite
 from zoo_cli.main import quiet_stderr_fd
 
 
 def register(subparsers):
-    parser = subparsers.add_parser("data", help="build vocabularies, pretraining data, samples",
-                                   description=__doc__)
+    parser = add_command(subparsers, "data", "build vocabularies, pretraining data, samples",
+                         __doc__)
     commands = parser.add_subparsers(dest="data_command", required=True, metavar="WHAT")
 
     corpus = commands.add_parser(
@@ -40,12 +41,15 @@ def register(subparsers):
     corpus.add_argument("--skip-bad-rows", action="store_true",
                         help="skip and count unreadable rows (default: stop at the first, "
                              "naming its file and line)")
-    corpus.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    add_overwrite(corpus, help="replace an existing --out")
     corpus.set_defaults(func=run_corpus)
 
     vocab = commands.add_parser("vocab", help="train a WordPiece or BPE vocabulary on a corpus")
     vocab.add_argument("--corpus", nargs="+", required=True, help="plain-text files")
-    vocab.add_argument("--size", type=int, required=True, help="vocabulary size")
+    vocab.add_argument("--size", type=int, required=True,
+                       help="vocabulary size, special tokens included: exactly N tokens, fewer "
+                            "only when every word of the corpus is a token already; an error "
+                            "when the corpus's characters alone make more")
     vocab.add_argument("--kind", choices=("wordpiece", "bpe"), required=True)
     vocab.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True,
                        help="lower-case (and strip accents for wordpiece); --no-lowercase: cased")
@@ -106,9 +110,8 @@ def register(subparsers):
                        help="your own data (text_classification, token_classification, "
                             "question_answering): the experiment whose data section (and "
                             "tokenizer) to use (default: the defaults and --set)")
-    check.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                       help="your own data: a config override, as for zoo train, e.g. "
-                            "data.text_column=review or model.vocabulary=DIR (repeatable)")
+    add_overrides(check, help="your own data: a config override, as for zoo train, e.g. "
+                              "data.text_column=review or model.vocabulary=DIR (repeatable)")
     check.set_defaults(func=run_check)
 
 
@@ -145,8 +148,11 @@ def run_vocab(args):
 
     tokenizer = train_vocabulary(args.corpus, size=args.size, kind=args.kind, out=args.out,
                                  lowercase=args.lowercase)
-    print(f"wrote a {args.kind} vocabulary of {int(tokenizer.vocabulary_size())} tokens to "
-          f"{args.out} (load it with zoo.tokenizers.from_directory)")
+    size = int(tokenizer.vocabulary_size())
+    print(f"wrote a {args.kind} vocabulary of {size} tokens to {args.out} (load it with "
+          "zoo.tokenizers.from_directory)" + (
+              f"; fewer than --size {args.size}: every word of the corpus is a token"
+              if size < args.size else ""))
     return 0
 
 
@@ -263,7 +269,7 @@ def _check_own_data(args):
     import zoo_tasks
     from zoo import config as config_lib  # lazy: as above
 
-    config = config_lib.resolve(args.experiment or {"task": args.task}, args.set)
+    config = config_lib.resolve(args.experiment or {"task": args.task}, args.overrides)
     if config.task != args.task:
         raise config_lib.ConfigError(f"--experiment {args.experiment}: task {config.task}, "
                                      f"not {args.task}")
@@ -300,11 +306,11 @@ def _check(args):
         # lazy: loads TensorFlow; `zoo --help` imports this module
         from zoo import config as config_lib
 
-        data = config_lib.resolve(args.experiment or {"task": args.task}, args.set).data
+        data = config_lib.resolve(args.experiment or {"task": args.task}, args.overrides).data
         options = (dict(format=data.format, tokens_column=data.tokens_column,
                         tags_column=data.tags_column) if args.task == "token_classification"
                    else {"version": None if data.version_2 is None else 1 + data.version_2})
-    elif args.set or args.experiment:
+    elif args.overrides or args.experiment:
         print(f"error: --set and --experiment are for your own data's tasks; {args.task} is "
               "read as its benchmark lays it out", file=sys.stderr)
         return 1

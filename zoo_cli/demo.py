@@ -9,13 +9,13 @@ OUT/exports/mrpc/<version>, tokenizer included) and ask the export about three r
 pairs (`zoo predict`). `zoo demo --models` prints the table of every preset instead.
 """
 
-import argparse
 import os
 import time
 
 import numpy as np
 
 from zoo_cli import predict
+from zoo_cli.arguments import add_command, add_overwrite
 
 # The experiment the demo runs: bert/glue_mrpc, sized for two CPU cores. A randomly initialized
 # model has none of the knowledge a pretrained checkpoint brings: telling whether the second
@@ -41,20 +41,18 @@ REQUESTS = [
 
 
 def register(subparsers):
-    parser = subparsers.add_parser(
-        "demo", help="fine-tune bert_tiny on sample MRPC data and print dev accuracy and F1",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = add_command(
+        subparsers, "demo", "fine-tune bert_tiny on sample MRPC data and print dev accuracy and F1",
+        __doc__, run)
     parser.add_argument("--out", default="runs/demo",
                         help="directory for samples, vocabulary and the run (default runs/demo)")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="train again even if OUT/mrpc holds a finished run")
+    add_overwrite(parser, help="train again even if OUT/mrpc holds a finished run")
     parser.add_argument("--models", nargs="*", default=None, metavar="PRESET",
                         help="instead: build these presets (all if none given), run a forward "
                              "pass and print a table")
     parser.add_argument("--batch-size", type=int, default=1, help="with --models")
     parser.add_argument("--sequence-length", type=int, default=128,
                         help="with --models: tokens per text input")
-    parser.set_defaults(func=run)
 
 
 def run(args):

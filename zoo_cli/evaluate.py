@@ -30,22 +30,22 @@ Predictions go to RUN/predictions/zero_shot/<task>.tsv (GLUE tasks: index<TAB>pr
 multiple choice: id<TAB>prediction, the chosen index).
 """
 
-import argparse
 import json
 import os
 
+from zoo_cli.arguments import add_checkpoint, add_command, add_run_dir
+
 
 def register(subparsers):
-    parser = subparsers.add_parser("evaluate", help="metrics and predictions of a trained run",
-                                   description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--run-dir", required=True, help="the run directory (with --zero-shot: "
-                        "the language model's run directory or checkpoint)")
+    parser = add_command(subparsers, "evaluate", "metrics and predictions of a trained run",
+                         __doc__, run)
+    add_run_dir(parser, help="the run directory (with --zero-shot: the language model's run "
+                             "directory or checkpoint)")
     parser.add_argument("--split", default="dev", help="dev (default), test, or another "
                         "split of the task; with --data, the name of the predictions file")
     parser.add_argument("--data", default=None, help="evaluate this file instead of the "
                         "split's file under data.dir (required with --zero-shot)")
-    parser.add_argument("--checkpoint", choices=("best", "final"), default="best")
+    add_checkpoint(parser)
     parser.add_argument("--zero-shot", default=None, metavar="TASK",
                         help="score a GPT-1 language model without fine-tuning on --data: "
                         "glue/sst2, glue/cola, race, story_cloze or swag")
@@ -54,7 +54,6 @@ def register(subparsers):
                         "one maximising MCC on --data)")
     parser.add_argument("--batch-size", type=int, default=8,
                         help="--zero-shot: sequences per forward pass")
-    parser.set_defaults(func=run)
 
 
 def run(args):

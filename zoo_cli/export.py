@@ -14,21 +14,21 @@ pixels). Runs trained on any Keras backend export (through their .keras file). P
 signatures, the `docker run tensorflow/serving` command and a REST request for it.
 """
 
-import argparse
 import json
 import os
 
+from zoo_cli.arguments import add_checkpoint, add_command, add_run_dir
+
 
 def register(subparsers):
-    parser = subparsers.add_parser("export", help="a run as a SavedModel for TF Serving",
-                                   description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--run-dir", required=True, help="the zoo train run directory")
+    parser = add_command(subparsers, "export", "a run as a SavedModel for TF Serving", __doc__,
+                         run)
+    add_run_dir(parser, help="the zoo train run directory")
     parser.add_argument("--out", required=True, metavar="BASE",
                         help="the model base directory; the export goes to BASE/<version>")
     parser.add_argument("--version", type=int, default=None,
                         help="version number (default: one more than the highest in BASE)")
-    parser.add_argument("--checkpoint", choices=("best", "final"), default="best")
+    add_checkpoint(parser)
     parser.add_argument("--mixed-precision", default=None,
                         choices=("float32", "mixed_bfloat16", "mixed_float16"),
                         help="serve under this dtype policy (default: the run's "
@@ -42,7 +42,6 @@ def register(subparsers):
                         "(zoo.export.int8); for x86-64 TensorFlow with oneDNN (the pip build); the "
                         "export holds the int8 kernels only and computes float32 around them "
                         "(no other --mixed-precision)")
-    parser.set_defaults(func=run)
 
 
 def run(args):

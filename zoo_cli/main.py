@@ -1,7 +1,9 @@
 """The `zoo` command line: one module per subcommand under zoo_cli/.
 
 Each subcommand module defines `register(subparsers)`, which adds its parser and sets
-`func=run` on it, and `run(args) -> int`.
+`func=run` on it, and `run(args) -> int`; zoo_cli/arguments.py adds the parser
+(`add_command`) and the flags several commands share (`--set`, `--run-dir`, `--checkpoint`,
+`--overwrite`).
 """
 
 import argparse

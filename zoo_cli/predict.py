@@ -14,17 +14,17 @@ whose inputs differ in shape (a `choices` list of another length) go to separate
 TensorFlow and tensorflow-text are used: what a TF Serving server runs.
 """
 
-import argparse
 import base64
 import json
 import os
 import sys
 
+from zoo_cli.arguments import add_command
+
 
 def register(subparsers):
-    parser = subparsers.add_parser("predict", help="run an exported SavedModel on JSON lines",
-                                   description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = add_command(subparsers, "predict", "run an exported SavedModel on JSON lines",
+                         __doc__, run)
     parser.add_argument("--saved-model", required=True, help="an export version directory "
                         "(BASE/N), or BASE for its highest version")
     parser.add_argument("--input", required=True, help="JSON lines, one object of signature "
@@ -33,7 +33,6 @@ def register(subparsers):
                         help="write the JSON lines here (atomically) instead of stdout")
     parser.add_argument("--signature", default="serving_default")
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.set_defaults(func=run)
 
 
 def resolve_version(path):

@@ -13,11 +13,15 @@ squad/train-v1.1.json ...), or as the table says (bert/imdb: the aclImdb folder)
 ordinary run directory under --run-dir (pretraining/<name>, cells/<row>/<column>/seed_<s>);
 running the same command again resumes where it stopped and never retrains a finished cell.
 Writes RUN/table.md, RUN/table.csv and RUN/commands.sh (each cell as a `zoo train` command).
+A baseline or transformers row (bert/imdb) is trained by the repository's zoo_benchmarks/ folder:
+from a clone of the repository, not from an installed wheel.
 """
 
 import argparse
 import os
 import sys
+
+from zoo_cli import lab
 
 
 def register(subparsers):
@@ -51,6 +55,16 @@ def register(subparsers):
     parser.set_defaults(func=run)
 
 
+def lab_trainers():
+    """The trainers of the rows zoo does not train (a baseline, another library), from the
+    repository's measurement lab (`zoo_benchmarks.rows.TRAINERS`); none from an installed wheel,
+    where those rows stop with a message and zoo's own rows run."""
+    try:
+        return lab.import_lab("zoo_benchmarks.rows").TRAINERS
+    except lab.LabMissing:
+        return {}
+
+
 def run(args):
     # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo_tasks import reproduce
@@ -75,7 +89,7 @@ def run(args):
                                     args.seeds, args.overrides))
             return 0
         reproduce.reproduce(table, args.scale, args.data_root, args.run_dir, args.seeds,
-                            args.overrides, args.overwrite, rows=args.rows)
+                            args.overrides, args.overwrite, rows=args.rows, lab=lab_trainers())
     except (reproduce.TableError, training.TrainingError) as error:
         print(f"zoo reproduce: error: {error}", file=sys.stderr)
         return 1

@@ -17,14 +17,14 @@ Your own data is read with the columns of its experiment (the same `--set data.K
       --set data.text_column=utterance --set data.label_column=intent
 """
 
-import argparse
 import json
+
+from zoo_cli.arguments import add_command, add_overrides
 
 
 def register(subparsers):
-    parser = subparsers.add_parser("score", help="score a predictions file against gold labels",
-                                   description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = add_command(subparsers, "score", "score a predictions file against gold labels",
+                         __doc__, run)
     parser.add_argument("task", help="a task name, e.g. glue/mrpc, glue/stsb, snli")
     parser.add_argument("--gold", required=True,
                         help="the benchmark file with the labels, in its official format")
@@ -32,11 +32,9 @@ def register(subparsers):
                         "SQuAD: the official {id: answer text} JSON")
     parser.add_argument("--na-prob", default=None, help="squad_v2 only: the official "
                         "{id: no-answer score} JSON, for the best-threshold search")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="text_classification, token_classification, "
-                        "question_answering: the data section's columns, label kind, format "
-                        "or version_2, as for zoo train (repeatable)")
-    parser.set_defaults(func=run)
+    add_overrides(parser, help="text_classification, token_classification, "
+                               "question_answering: the data section's columns, label kind, "
+                               "format or version_2, as for zoo train (repeatable)")
 
 
 def run(args):
@@ -48,8 +46,8 @@ def run(args):
         # lazy: as above
         from zoo import config
 
-        options["data"] = config.resolve({"task": args.task}, args.set).data
-    elif args.set:
+        options["data"] = config.resolve({"task": args.task}, args.overrides).data
+    elif args.overrides:
         raise ValueError(f"--set: {args.task} is scored as its benchmark lays it out; --set is "
                          "for your own data's tasks (text_classification, token_classification, "
                          "question_answering)")

@@ -13,28 +13,24 @@ interrupted run; a run directory holding another experiment, or a finished run, 
 unless --overwrite is given.
 """
 
-import argparse
 import json
 import os
 import sys
 
+from zoo_cli.arguments import add_command, add_overrides, add_overwrite, add_run_dir
+
 
 def register(subparsers):
-    parser = subparsers.add_parser("train", help="train an experiment (model.fit)",
-                                   description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = add_command(subparsers, "train", "train an experiment (model.fit)", __doc__, run)
     parser.add_argument("--experiment", required=True,
                         help="configs/experiments/<family>/<task> name, or a YAML path")
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        metavar="KEY=VALUE", help="override a config key, e.g. "
-                        "train.learning_rate=3e-5 (repeatable)")
-    parser.add_argument("--run-dir", required=True, help="the run directory")
+    add_overrides(parser, help="override a config key, e.g. train.learning_rate=3e-5 "
+                               "(repeatable)")
+    add_run_dir(parser)
     parser.add_argument("--seeds", type=int, default=1,
                         help="repeat with N seeds (train.seed, +1, ...) in DIR/seed_<s> and "
                              "report mean and std of each metric")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace what is in --run-dir")
-    parser.set_defaults(func=run)
+    add_overwrite(parser)
 
 
 def run(args):

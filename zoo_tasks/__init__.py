@@ -8,22 +8,23 @@
 
 A task is what `zoo.training.Task` (the contract `fit`, its callbacks and the export call)
 asks for, on the shared plumbing of `zoo_tasks.base.BaseTask`. The registry is `TASKS`, built
-from the
-benchmarks' records (`zoo.data.benchmarks`) and `FAMILIES`. Adding a benchmark of an existing
-family touches its record and an experiment YAML (configs/experiments/<family>/<task>.yaml).
-Adding a task family touches four files: its own file here (zoo_tasks/<family>.py), its serving
-description (zoo_tasks/serving/<family>.py), its line in `FAMILIES`, and an experiment YAML.
+from the benchmarks' records (`zoo.data.benchmarks`), `FAMILIES` and, for your own data's
+tasks, `OWN_DATA`. Adding a benchmark of an existing family touches its record and an
+experiment YAML (configs/experiments/<family>/<task>.yaml). Adding a task family touches four
+files: its own file here (zoo_tasks/<family>.py), its serving description
+(zoo_tasks/serving/<family>.py), its line in `FAMILIES` (`OWN_DATA` for a task on your own
+files), and an experiment YAML.
 `zoo_tasks.runs` runs an experiment end to end (`zoo train`, `zoo evaluate`, `zoo export`) on top
 of this registry.
 """
 
 from zoo_tasks import (classification, image_classification, multiple_choice, pretraining,
-                   question_answering, span_qa, tagging, text_classification,
-                   token_classification)
+                       span_qa, tagging, text_classification)
 from zoo import config as config_lib
 from zoo.data.benchmarks import BENCHMARKS
 
-# Task family (a benchmark record's `family`, zoo.data.benchmarks) -> its task class.
+# Task family (a benchmark record's `family`, zoo.data.benchmarks) -> its task class on a
+# benchmark's files.
 FAMILIES = {
     # BERT section 4.1 / GPT-1 section 3.3: sentence(-pair) classification and regression.
     "classification": classification.ClassificationTask,
@@ -35,15 +36,20 @@ FAMILIES = {
     "image_classification": image_classification.ImageClassificationTask,
     # BERT section 5.3 and Table 7: CoNLL-2003 NER, fine-tuned or feature-based.
     "tagging": tagging.TaggingTask,
-    # Your own data: any files, columns and labels; one label, several, or a score a row.
-    "text_classification": text_classification.TextClassificationTask,
-    # Your own SQuAD-format files: span_qa's model, windows and metrics, v1.1 or v2.0.
-    "question_answering": question_answering.QuestionAnsweringTask,
-    # Your own tagged words: tagging's model and alignment, any tag set and scheme.
-    "token_classification": token_classification.TokenClassificationTask,
 }
-# Task name -> task class: every benchmark, by its family.
-TASKS = {name: FAMILIES[benchmark.family] for name, benchmark in BENCHMARKS.items()}
+# Task family -> its task class on your own files (a record with `own_data`: the tasks
+# text_classification, question_answering and token_classification).
+OWN_DATA = {
+    # Any files, columns and labels; one label, several, or a score a row.
+    "text_classification": text_classification.TextClassificationTask,
+    # SQuAD-format files of any name: span_qa's model, windows and metrics, v1.1 or v2.0.
+    "span_qa": span_qa.QuestionAnsweringTask,
+    # Tagged words: tagging's model and alignment, any tag set and scheme.
+    "tagging": tagging.TokenClassificationTask,
+}
+# Task name -> task class: every benchmark, by its family and whether it reads your own data.
+TASKS = {name: (OWN_DATA if benchmark.own_data else FAMILIES)[benchmark.family]
+         for name, benchmark in BENCHMARKS.items()}
 # Pre-training reads a corpus, not a benchmark's files: BERT section 3.1 (masked LM +
 # next-sentence prediction); GPT-1 section 3.1 and BERT Table 5 "LTR & No NSP" (left-to-right
 # language model).

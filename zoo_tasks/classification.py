@@ -29,7 +29,7 @@ import tensorflow as tf
 
 from zoo_tasks import serving
 from zoo_tasks.base import BaseTask, is_gpt, lm_targets, markdown_table, with_lm_loss
-from zoo import metrics as metrics_lib
+from zoo import metrics
 from zoo import models, training
 from zoo.data import packing
 from zoo.data.benchmarks import BENCHMARKS, names
@@ -78,7 +78,7 @@ class ClassificationTask(BaseTask):
         # GPT-1 section 3.3's input transformation: "single", "entailment" or "similarity".
         self.input_form = BENCHMARKS[name].input_form
         self.single_sentence = self.input_form == "single"  # no sentence2
-        self.metric_names = metrics_lib.METRICS[name]
+        self.metric_names = metrics.METRICS[name]
         self.main_metric = self.metric_names[0]
         self.split_files = BENCHMARKS[name].split_files  # MNLI: matched and mismatched
         if "dev" in self.split_files:  # "matched_accuracy": the first dev file's
@@ -218,7 +218,7 @@ class ClassificationTask(BaseTask):
             if any(label is None for label in gold):
                 continue  # a test file: predictions only
             prefix = f"{name.split('_')[1]}_" if len(files) > 1 else ""
-            for key, value in metrics_lib.compute(self.name, gold, predicted).items():
+            for key, value in metrics.compute(self.name, gold, predicted).items():
                 results[prefix + key] = value
         return (results, predictions) if return_predictions else results
 
@@ -230,7 +230,7 @@ class ClassificationTask(BaseTask):
             The paths written.
         """
         path = os.path.join(directory, f"{name}.tsv")
-        metrics_lib.write_predictions(path, predictions[1])
+        metrics.write_predictions(path, predictions[1])
         return [path]
 
     # --- Export ---

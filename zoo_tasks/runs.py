@@ -38,6 +38,14 @@ def train(config, run_dir, overwrite=False):
     return training.fit(config, task, run_dir, overwrite, shared_backup)
 
 
+def _replace(run_dir, overwrite):
+    """`--overwrite` on a seeds or sweep directory: delete it whole, first checking that no
+    `zoo train` holds a run inside it (`zoo.training.check_unlocked`)."""
+    if overwrite and files.exists(run_dir):
+        training.check_unlocked(run_dir)
+        files.rmtree(run_dir)
+
+
 def train_seeds(config, run_dir, seeds, overwrite=False):
     """Fine-tune with `seeds` seeds in `run_dir/seed_<s>` and report mean and std per metric.
 
@@ -47,9 +55,7 @@ def train_seeds(config, run_dir, seeds, overwrite=False):
     import tensorflow as tf
     from tensorboard.plugins.hparams import api as hp
 
-    if files.exists(run_dir) and overwrite:
-        training.check_unlocked(run_dir)
-        files.rmtree(run_dir)
+    _replace(run_dir, overwrite)
     files.makedirs(run_dir)
     results = {}
     for i in range(seeds):
@@ -89,9 +95,7 @@ def train_sweep(config, run_dir, overwrite=False):
         {"main_metric": ..., "runs": {name: {"step": ..., metrics ...}}}.
     """
     runs = config_lib.sweep_runs(config)
-    if files.exists(run_dir) and overwrite:
-        training.check_unlocked(run_dir)
-        files.rmtree(run_dir)
+    _replace(run_dir, overwrite)
     training.check_run_dir(config, run_dir, overwrite=False)  # another experiment: refused
     if not files.isfile(os.path.join(run_dir, "config.yaml")):
         training.create_run_dir(config, run_dir, overwrite=False)

@@ -1,4 +1,4 @@
-"""Span question answering: SQuAD v1.1 and v2.0, BERT style.
+"""Span question answering: SQuAD v1.1 and v2.0, BERT style, and your own SQuAD-format files.
 
 BERT section 4.2: "we represent the input question and passage as a single packed sequence,
 with the question using the A embedding and the passage using the B embedding. We only
@@ -17,7 +17,7 @@ predict a non-null answer when s_ij > s_null + τ, where the threshold τ is sel
 set to maximize F1." 2 epochs, learning rate 5e-5, batch 48.
 
 Windows, post-processing and τ follow the released run_squad.py: contexts are cut into
-doc-stride windows (zoo.data.squad); a question's prediction looks at all of its windows: the
+doc-stride windows (zoo.data.span_qa); a question's prediction looks at all of its windows: the
 n_best_size highest start and end logits of each window, spans inside the context, end >=
 start, at most max_answer_length tokens, starting where the window gives the token its
 maximum context; the best span becomes text through the tokens' character offsets, so the
@@ -29,8 +29,14 @@ s_best >= s_null + τ (the official search counts a tie as answered). Prediction
 written at τ = 0, as run_squad.py writes them with its default threshold.
 
 Serving (`zoo export`, `zoo_tasks.serving.span_qa`) does the same in the SavedModel graph: the
-windows of `zoo.data.squad.squad_windows_graph`, the post-processing of `best_spans_graph`
-(both tested equal to their Python versions) and the run's τ.
+windows of `zoo.data.span_qa.squad_windows_graph`, the post-processing of `best_spans_graph`
+(`zoo_tasks.span_qa_decoding`; both tested equal to their Python versions) and the run's τ.
+
+Your own question answering (`question_answering`, `QuestionAnsweringTask`): all of the above
+on `data.train_file`, `data.dev_file` and `data.test_file`, SQuAD v1.1 or v2.0 JSON documents of
+any name. The version is `data.version_2`, or detected from the training file (SQuAD 2.0 marks
+every question with "is_impossible"; `zoo.data.readers.span_qa.squad_version`) and then written
+there, so the run's config.yaml keeps it for evaluation and export.
 """
 
 import json
@@ -41,15 +47,16 @@ import numpy as np
 import tensorflow as tf
 
 from zoo_tasks import data_order, serving
-from zoo_tasks.base import BaseTask, markdown_table
-from zoo_tasks.spans import best_spans, best_spans_graph, logits_at_full_length
+from zoo_tasks.base import BaseTask, markdown_table, own_data_file
+from zoo_tasks.span_qa_decoding import best_spans, best_spans_graph, logits_at_full_length
 from zoo import config as config_lib
 from zoo import files, models, training
 from zoo.data import DataError, packing
 from zoo.data.benchmarks import names
-from zoo.data.squad import squad_windows
+from zoo.data.readers.span_qa import squad_version
+from zoo.data.span_qa import squad_windows
 from zoo.files import write_text
-from zoo.metrics import squad as squad_metrics
+from zoo.metrics import span_qa as span_qa_metrics
 from zoo.models.presets import PRESETS
 
 NAMES = names("span_qa")  # squad_v1, squad_v2
@@ -119,7 +126,7 @@ class SpanQATask(BaseTask):
         return super().examples(split, path)[0]
 
     def windows(self, split, path=None):
-        """The doc-stride windows of a split (or file), `zoo.data.squad.squad_windows`."""
+        """The doc-stride windows of a split (or file), `zoo.data.span_qa.squad_windows`."""
         return super().examples(split, path)[1]
 
     def report(self, split, path=None):
@@ -213,12 +220,12 @@ class SpanQATask(BaseTask):
         if self.version == 1:
             answers = {qid: text for qid, (text, _, _) in spans.items()}
             na_probs = None
-            results = squad_metrics.squad_v1(gold, answers)
+            results = span_qa_metrics.squad_v1(gold, answers)
         else:
             na_probs = {qid: float(s_null - s_best) for qid, (_, s_best, s_null) in spans.items()}
             answers = {qid: text if na_probs[qid] <= 0 else ""
                        for qid, (text, _, _) in spans.items()}
-            results = squad_metrics.squad_v2(gold, answers, na_probs)
+            results = span_qa_metrics.squad_v2(gold, answers, na_probs)
             results["tau"] = 0.0 - results["best_f1_thresh"]
         entry = (examples, answers, na_probs)
         return (results, {name: entry}) if return_predictions else results
@@ -274,4 +281,37 @@ class SpanQATask(BaseTask):
         return markdown_table(["question", "gold", "predicted"], rows)
 
 
-__all__ = ["NAMES", "SpanQATask", "best_spans", "best_spans_graph", "logits_at_full_length"]
+# === Your own data ===
+
+
+class QuestionAnsweringTask(SpanQATask):
+    """SQuAD-format question answering on your own files; see the module docstring.
+
+    Examples:
+        >>> import zoo_tasks
+        >>> task = zoo_tasks.create("question_answering", {
+        ...     "model": {"preset": "bert_tiny", "vocabulary": "vocab"},
+        ...     "data": {"train_file": "faq_train.json", "dev_file": "faq_dev.json"}},
+        ...     check_data=False)  # doctest: +SKIP
+        >>> task.version  # doctest: +SKIP
+        2
+    """
+
+    def squad_version(self):
+        """`data.version_2`, or the training file's (then written to `data.version_2`)."""
+        data = self.config.data
+        if data.version_2 is None:
+            data.version_2 = squad_version(self.path("train")) == 2
+        return 2 if data.version_2 else 1
+
+    def path(self, split):
+        """The file of `split`: `data.<split>_file`."""
+        return own_data_file(self, split, "a SQuAD v1.1 or v2.0 .json file")
+
+    def read_rows(self, path, **options):
+        """(questions, report) of a file, read as the run's SQuAD version."""
+        return super().read_rows(path, version=self.version, **options)
+
+
+__all__ = ["NAMES", "QuestionAnsweringTask", "SpanQATask", "best_spans", "best_spans_graph",
+           "logits_at_full_length"]

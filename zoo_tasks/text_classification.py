@@ -39,7 +39,7 @@ from zoo import config as config_lib
 from zoo.data import DataError, read_examples
 from zoo.data.readers import Report
 from zoo.data.readers.tables import read_rows, table_format
-from zoo.metrics import text_classification as metrics_lib
+from zoo.metrics import text_classification as text_classification_metrics
 from zoo.metrics.predictions import write_predictions
 
 
@@ -96,11 +96,11 @@ class TextClassificationTask(ClassificationTask):
         """Label kind, input form and main metric from the data section; with `check_data`
         the train (finding the labels) and dev data are read now."""
         data = self.config.data
-        self.kind = metrics_lib.label_kind(data)
+        self.kind = text_classification_metrics.label_kind(data)
         self.regression, self.multi_label = self.kind == "regression", self.kind == "multi_label"
         self.input_form = "single" if data.text_pair_column is None else "entailment"
         self.single_sentence = self.input_form == "single"
-        self.main_metric = metrics_lib.MAIN_METRICS[self.kind]
+        self.main_metric = text_classification_metrics.MAIN_METRICS[self.kind]
         self.split_files = {}
         if check_data:
             self.examples("train")
@@ -235,7 +235,8 @@ class TextClassificationTask(ClassificationTask):
         predicted = self.predict(model, split, path)
         results = {}
         if not any(label is None for label in columns["label"]):
-            results = metrics_lib.compute(self.kind, columns["label"], predicted, self.labels)
+            results = text_classification_metrics.compute(self.kind, columns["label"],
+                                                          predicted, self.labels)
         predictions = {split: (columns, predicted)}
         return (results, predictions) if return_predictions else results
 

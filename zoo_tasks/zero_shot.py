@@ -42,7 +42,7 @@ from sklearn import metrics as sklearn_metrics
 
 from zoo import config as config_lib
 from zoo import files, tokenizers, training
-from zoo import metrics as metrics_lib
+from zoo import metrics
 from zoo.data import BENCHMARKS, DataError, prefetched, read_examples
 from zoo.files import write_text
 from zoo.metrics import choices
@@ -293,9 +293,9 @@ def evaluate(task, checkpoint, data, out=None, threshold=None, batch_size=8):
             result.update(choices.score_choices(task, data, path))
     elif heuristic == "sentiment":
         predicted, _ = sentiment(scorer, [e["sentence1"] for e in examples])
-        metrics_lib.write_predictions(path, predicted)
+        metrics.write_predictions(path, predicted)
         if labelled:
-            result.update(metrics_lib.compute(task, [e["label"] for e in examples], predicted))
+            result.update(metrics.compute(task, [e["label"] for e in examples], predicted))
     else:
         scores = sentence_scores(scorer, [e["sentence1"] for e in examples])
         gold = [e["label"] for e in examples]
@@ -307,9 +307,9 @@ def evaluate(task, checkpoint, data, out=None, threshold=None, batch_size=8):
             result["threshold_rule"] = "given (--threshold)"
         result["threshold"] = threshold
         predicted = ["1" if s > threshold else "0" for s in scores]
-        metrics_lib.write_predictions(path, predicted)
+        metrics.write_predictions(path, predicted)
         if labelled:
-            result.update(metrics_lib.compute(task, gold, predicted))
+            result.update(metrics.compute(task, gold, predicted))
     result["predictions"] = path
     return result
 

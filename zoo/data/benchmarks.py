@@ -4,8 +4,9 @@ the task family that fine-tunes on it. `BENCHMARKS` is the table.
 Every other per-benchmark table of the project is read from these records: the readers
 (`zoo.data.read_examples`), the sample data's file layout (`zoo.data.samples.LAYOUT`), the
 metrics and scorers (`zoo.metrics`), GPT-1's zero-shot heuristics (`zoo_tasks.zero_shot`) and the
-task registry (`zoo_tasks.TASKS`, which maps each `family` to its task class). Adding a benchmark
-of an existing family is one record here and an experiment YAML under configs/experiments/.
+task registry (`zoo_tasks.TASKS`, which maps each `family` to its task class, on a benchmark's
+files or, `own_data`, on your own). Adding a benchmark of an existing family is one record here
+and an experiment YAML under configs/experiments/.
 
 Label names are in the order label ids use: the order of BERT's `run_classifier.py` and
 Hugging Face's GLUE processors and `conll2003` dataset, so converted fine-tuned heads line up.
@@ -15,18 +16,16 @@ import dataclasses
 import functools
 from typing import Callable
 
-from zoo.data.readers.conll import CONLL_TAGS, read_conll2003
 from zoo.data.readers.glue import TsvLayout, read_nli_jsonl, read_tsv
 from zoo.data.readers.images import read_image_folder
 from zoo.data.readers.multiple_choice import read_race, read_story_cloze, read_swag
-from zoo.data.readers.squad import read_squad, read_squad_file
-from zoo.data.readers.tags import read_tagged
+from zoo.data.readers.span_qa import read_squad, read_squad_file
 from zoo.data.readers.tables import read_table
+from zoo.data.readers.tagging import CONLL_TAGS, read_conll2003, read_tagged
 
 # Task family -> the shape of its examples (`Benchmark.kind`).
 _KINDS = {"classification": "classification", "text_classification": "classification",
-          "span_qa": "span", "question_answering": "span", "token_classification": "tagging",
-          "multiple_choice": "multiple_choice", "tagging": "tagging",
+          "span_qa": "span", "multiple_choice": "multiple_choice", "tagging": "tagging",
           "image_classification": "image"}
 
 
@@ -37,8 +36,8 @@ class Benchmark:
     Args:
         name: the task name ("glue/mrpc"), used by `read_examples`, configs and the CLI.
         family: the task family that fine-tunes on it, the name of its module in zoo_tasks/:
-            "classification", "text_classification", "span_qa", "question_answering",
-            "multiple_choice", "tagging", "token_classification" or "image_classification".
+            "classification", "text_classification", "span_qa", "multiple_choice", "tagging"
+            or "image_classification".
         labels: label names in label-id order; None when labels are numbers (STS-B scores,
             choice indices) or, for image_folder, found in the folder (`Examples.labels`).
         read: function(path, report, **options) yielding the examples as plain dicts.
@@ -60,6 +59,8 @@ class Benchmark:
             `layout` split each reads; None: the layout's splits under their own names.
         split_files: an evaluation split read as several layout splits, one evaluation each
             (MNLI's matched and mismatched dev and test sets); {}: one file a split.
+        own_data: your own files (`data.train_file` ...; no `layout`), read by the family's
+            task for your own data (`zoo_tasks.OWN_DATA`) instead of a benchmark's files.
     """
 
     name: str
@@ -76,6 +77,7 @@ class Benchmark:
     zero_shot: str | None = None
     splits: dict | None = dataclasses.field(default=None, repr=False)
     split_files: dict = dataclasses.field(default_factory=dict, repr=False)
+    own_data: bool = False
 
     @property
     def kind(self):
@@ -171,29 +173,31 @@ _TABLE = [
               options=("format", "text_column", "text_pair_column", "label_column",
                        "id_column", "label_kind", "label_separator", "label_required",
                        "labels"),
-              reads="file or directory", scoring_options=("data",)),
-    # Your own SQuAD-format JSON (zoo_tasks.question_answering): any file names, v1.1 or v2.0
-    # (`data.version_2`, or detected from the training file).
-    Benchmark("question_answering", "question_answering", None, read_squad_file, {},
-              options=("version",), scoring_options=("na_prob", "data")),
-    # Your own tagged words (zoo_tasks.token_classification): CoNLL columns or JSON lines, any
-    # tag set; entity scores where the tags are IOB-like, token accuracy otherwise.
-    Benchmark("token_classification", "token_classification", None, read_tagged, {},
+              reads="file or directory", scoring_options=("data",), own_data=True),
+    # Your own SQuAD-format JSON (zoo_tasks.span_qa, QuestionAnsweringTask): any file names,
+    # v1.1 or v2.0 (`data.version_2`, or detected from the training file).
+    Benchmark("question_answering", "span_qa", None, read_squad_file, {},
+              options=("version",), scoring_options=("na_prob", "data"), own_data=True),
+    # Your own tagged words (zoo_tasks.tagging, TokenClassificationTask): CoNLL columns or JSON
+    # lines, any tag set; entity scores where the tags are IOB-like, token accuracy otherwise.
+    Benchmark("token_classification", "tagging", None, read_tagged, {},
               options=("format", "tokens_column", "tags_column", "labels", "label_required"),
-              scoring_options=("data",)),
+              scoring_options=("data",), own_data=True),
 ]
 
 BENCHMARKS = {benchmark.name: benchmark for benchmark in _TABLE}
 
 
 def names(family):
-    """The names of a task family's benchmarks, in table order.
+    """The names of a task family's benchmarks with official files (not your own data's task),
+    in table order.
 
     Examples:
         >>> names("span_qa")
         ('squad_v1', 'squad_v2')
     """
-    return tuple(name for name, benchmark in BENCHMARKS.items() if benchmark.family == family)
+    return tuple(name for name, benchmark in BENCHMARKS.items()
+                 if benchmark.family == family and not benchmark.own_data)
 
 
 __all__ = ["BENCHMARKS", "Benchmark", "names"]

@@ -26,7 +26,7 @@ _SPACE = re.compile(r"\s+")
 
 
 def _new_segmenter():
-    # lazy: pySBD compiles its rules on import (0.3 s); only this command needs it
+    # lazy: pySBD compiles its rules on import; only this command needs it
     import pysbd
 
     return pysbd.Segmenter(language="en", clean=False)

@@ -10,9 +10,13 @@ is made where the layer is traced: inside an XLA compilation
 (`tf.__internal__.get_enclosing_xla_context()`, what TensorFlow itself checks) it is ThreeFry,
 everywhere else it is `keras.layers.Dropout` unchanged (same masks for the same seed). JAX
 already draws with ThreeFry; PyTorch keeps its own generator.
+
+`RowDropout` is the same dropout on (batch * seq, hidden) rows, the layout the Transformer
+blocks' own dropouts use: the embeddings' dropout.
 """
 
 import keras
+from keras import ops
 
 
 def _traced_by_xla_on_tensorflow():
@@ -32,8 +36,7 @@ class Dropout(keras.layers.Dropout):
     the algorithm behind the uniform numbers differs inside an XLA compilation on TensorFlow
     (see the module docstring), so there a seed gives other masks than Keras' layer gives.
 
-    Args:
-        rate, noise_shape, seed: those of `keras.layers.Dropout`.
+    Its arguments are `keras.layers.Dropout`'s (`rate`, `noise_shape`, `seed`).
 
     Examples:
         >>> import numpy as np, keras, zoo
@@ -58,3 +61,34 @@ class Dropout(keras.layers.Dropout):
                               for i, d in enumerate(self.noise_shape)])
         return tf.nn.experimental.stateless_dropout(
             inputs, rate=self.rate, noise_shape=shape, seed=seed, rng_alg="threefry")
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class RowDropout(Dropout):
+    """`Dropout` on (batch * seq, hidden) rows: the embeddings' dropout.
+
+    The same function as `keras.layers.Dropout` (outside XLA the same mask for the same seed:
+    the random numbers are drawn in the same flat order; see `zoo.layers.Dropout`), applied
+    to the row layout `TransformerBlock` uses for its own dropouts. Why: XLA on CPU compiles
+    each shape of stateless random numbers into one routine, called by every dropout of that
+    shape; a shape used only once is inlined into an elementwise loop, many times slower. The
+    blocks' dropouts are all (batch * seq, hidden) or attention-shaped; a (batch, seq, hidden)
+    embeddings dropout was the one left alone, and cost more than any block dropout of the
+    same size (docs/measurements.md).
+
+    Its arguments are `keras.layers.Dropout`'s (`rate`, `noise_shape`, `seed`).
+
+    Examples:
+        >>> import numpy as np, keras, zoo
+        >>> x = np.ones((2, 3, 4), "float32")
+        >>> ours = zoo.layers.RowDropout(0.5, seed=1)(x, training=True)
+        >>> bool(np.array_equal(ours, keras.layers.Dropout(0.5, seed=1)(x, training=True)))
+        True
+    """
+
+    def call(self, inputs, training=False):
+        if self.noise_shape is not None:  # given for the input's own shape: leave it as it is
+            return super().call(inputs, training=training)
+        shape = ops.shape(inputs)
+        rows = ops.reshape(inputs, (-1, inputs.shape[-1]))
+        return ops.reshape(super().call(rows, training=training), shape)

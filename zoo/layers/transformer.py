@@ -110,37 +110,6 @@ class TransformerBlock(keras.layers.Layer):
         return config
 
 
-@keras.saving.register_keras_serializable(package="zoo")
-class RowDropout(Dropout):
-    """`Dropout` on (batch * seq, hidden) rows: the embeddings' dropout.
-
-    The same function as `keras.layers.Dropout` (outside XLA the same mask for the same seed:
-    the random numbers are drawn in the same flat order; see `zoo.layers.Dropout`), applied
-    to the row layout `TransformerBlock` uses for its own dropouts. Why: XLA on CPU compiles
-    each shape of stateless random numbers into one routine, called by every dropout of that
-    shape; a shape used only once is inlined into an elementwise loop, many times slower. The
-    blocks' dropouts are all (batch * seq, hidden) or attention-shaped; a (batch, seq, hidden)
-    embeddings dropout was the one left alone, and cost more than any block dropout of the
-    same size (docs/measurements.md).
-
-    Its arguments are `keras.layers.Dropout`'s (`rate`, `noise_shape`, `seed`).
-
-    Examples:
-        >>> import numpy as np, keras, zoo
-        >>> x = np.ones((2, 3, 4), "float32")
-        >>> ours = zoo.layers.RowDropout(0.5, seed=1)(x, training=True)
-        >>> bool(np.array_equal(ours, keras.layers.Dropout(0.5, seed=1)(x, training=True)))
-        True
-    """
-
-    def call(self, inputs, training=False):
-        if self.noise_shape is not None:  # given for the input's own shape: leave it as it is
-            return super().call(inputs, training=training)
-        shape = ops.shape(inputs)
-        rows = ops.reshape(inputs, (-1, inputs.shape[-1]))
-        return ops.reshape(super().call(rows, training=training), shape)
-
-
 def gelu_approximate(x):
     """GELU, tanh approximation: the form in OpenAI's GPT-1 code (`gelu` in
     finetune-transformer-lm)."""

@@ -1,9 +1,10 @@
 """The benchmarks' own metrics, and `score`, the entry point of `zoo score`.
 
 This module holds the sentence-level metrics (GLUE, SNLI, SciTail) and the `score` entry
-point; each other task family's official scoring is a module beside it, registered for its
-family in `SCORERS` (your own data's: `text_classification`). The predictions files of one
-label per example are `predictions`.
+point; each other task family's official scoring is a module beside it (`span_qa`, `tagging`,
+`choices`, `images`; your own texts' `text_classification`), registered for its family in
+`FAMILY_SCORERS` and, for your own data's tasks, `OWN_DATA_SCORERS`. The predictions files of
+one label per example are `predictions`.
 
 Which metric each sentence-level task reports follows the GLUE paper (Wang et al., 2019,
 "GLUE: A Multi-Task Benchmark and Analysis Platform for Natural Language Understanding",
@@ -25,9 +26,7 @@ from scipy import stats
 from sklearn import metrics as sklearn_metrics
 
 from zoo.data import BENCHMARKS, DataError, read_examples
-from zoo.metrics import (choices, conll, images, squad, text_classification,
-                         token_classification)
-from zoo.data.readers.squad import squad_version
+from zoo.metrics import choices, images, span_qa, tagging, text_classification
 from zoo.metrics.predictions import HEADER, read_predictions, write_predictions
 
 # Task -> metric names, from the benchmarks' records; the first is the main one (GLUE paper,
@@ -82,31 +81,26 @@ def _score_sentences(task, gold_path, predictions_path, **_):
     return {**compute(task, gold, predicted), "examples": len(gold)}
 
 
-def _score_question_answering(task, gold_path, predictions_path, na_prob=None, data=None,
-                              **_):
-    """Your own SQuAD-format file: scored as squad_v2 or squad_v1, as `data.version_2` says
-    or, unset, as the gold file is (`zoo.data.readers.squad.squad_version`)."""
-    version_2 = data.version_2 if data is not None else None
-    if version_2 is None:
-        version_2 = squad_version(gold_path) == 2
-    return squad.score("squad_v2" if version_2 else "squad_v1", gold_path, predictions_path,
-                       na_prob=na_prob)
-
-
-# Task family -> function(task, gold_path, predictions_path, **options) -> metrics. Span,
-# tagging and multiple-choice tasks, whose predictions files differ, have their modules' scorers.
+# Task family -> function(task, gold_path, predictions_path, **options) -> metrics, for the
+# benchmarks' files. Span, tagging and multiple-choice tasks, whose predictions files differ,
+# have their modules' scorers.
 FAMILY_SCORERS = {
     "classification": _score_sentences,
-    "span_qa": squad.score,
-    "question_answering": _score_question_answering,
+    "span_qa": span_qa.score,
     "multiple_choice": choices.score_choices,
-    "tagging": conll.score_conll,
+    "tagging": tagging.score_conll,
     "image_classification": images.score_image_folder,
+}
+# Task family -> the scorer of your own data's task (a record with `own_data`), which reads the
+# files with the run's data section.
+OWN_DATA_SCORERS = {
     "text_classification": text_classification.score_text_classification,
-    "token_classification": token_classification.score_token_classification,
+    "span_qa": span_qa.score_question_answering,
+    "tagging": tagging.score_token_classification,
 }
 # Task -> its family's scorer.
-SCORERS = {name: FAMILY_SCORERS[benchmark.family] for name, benchmark in BENCHMARKS.items()}
+SCORERS = {name: (OWN_DATA_SCORERS if benchmark.own_data else FAMILY_SCORERS)[benchmark.family]
+           for name, benchmark in BENCHMARKS.items()}
 # Task -> the scoring options its scorer takes (`zoo score` flags, as keyword names).
 OPTIONS = {name: benchmark.scoring_options for name, benchmark in BENCHMARKS.items()
            if benchmark.scoring_options}
@@ -152,5 +146,8 @@ def _flag(option):
     return "--set data.KEY=VALUE" if option == "data" else "--" + option.replace("_", "-")
 
 
-__all__ = ["FAMILY_SCORERS", "HEADER", "METRICS", "OPTIONS", "SCORERS", "compute",
-           "read_predictions", "score", "write_predictions"]
+# Deprecated: the modules' former names (zoo.metrics.squad, .conll, .token_classification).
+squad, conll, token_classification = span_qa, tagging, tagging
+
+__all__ = ["FAMILY_SCORERS", "HEADER", "METRICS", "OPTIONS", "OWN_DATA_SCORERS", "SCORERS",
+           "compute", "read_predictions", "score", "write_predictions"]

@@ -1,5 +1,8 @@
 """zoo models: `create(name, **overrides)` builds a preset; `count_parameters` counts one without
-building its weights; `names()` lists them."""
+building its weights; `names()` lists them. The backbones with task heads are
+`zoo.models.head_models`, all exported here; `BertPretrainingModel`, `GPTLanguageModel`,
+`BertPretrainer` and `CausalLanguageModel` are deprecated aliases of `BertForPreTraining`,
+`GPTLMHeadModel`, `BertMaskedLM` and `CausalLM`."""
 
 import inspect
 
@@ -8,10 +11,12 @@ import keras
 from zoo.models.backbone import Backbone
 from zoo.models.bert import BertBackbone
 from zoo.models.gpt import GPTBackbone
-from zoo.models.head_models import (BertClassifier, BertFeatureTagger, BertMultipleChoice,
-                                    BertPretrainer, BertPretrainingModel, BertSpanQA,
-                                    BertTokenClassifier, CausalLanguageModel, GPTClassifier,
-                                    GPTLanguageModel, HiddenStateFeatures, ViTClassifier)
+from zoo.models.head_models import (BertClassifier, BertFeatureTagger, BertForPreTraining,
+                                    BertMaskedLM, BertMultipleChoice, BertPretrainer,
+                                    BertPretrainingModel, BertSpanQA, BertTokenClassifier,
+                                    CausalLanguageModel, CausalLM, GPTClassifier,
+                                    GPTLanguageModel, GPTLMHeadModel, HiddenStateFeatures,
+                                    ViTClassifier)
 from zoo.models.lstm import LSTMBackbone
 from zoo.models.presets import PRESETS
 from zoo.models.vit import ViTBackbone
@@ -70,8 +75,7 @@ def count_parameters(name, **overrides):
     return count
 
 
-__all__ = ["Backbone", "BertBackbone", "BertClassifier", "BertFeatureTagger", "BertMultipleChoice",
-           "BertPretrainer", "BertPretrainingModel", "BertSpanQA", "BertTokenClassifier",
-           "CausalLanguageModel", "GPTBackbone", "GPTClassifier", "GPTLanguageModel",
-           "HiddenStateFeatures", "LSTMBackbone", "ViTBackbone", "ViTClassifier",
-           "count_parameters", "create", "names"]
+__all__ = ["Backbone", "BertBackbone", "BertClassifier", "BertFeatureTagger", "BertForPreTraining",
+           "BertMaskedLM", "BertMultipleChoice", "BertSpanQA", "BertTokenClassifier", "CausalLM",
+           "GPTBackbone", "GPTClassifier", "GPTLMHeadModel", "HiddenStateFeatures",
+           "LSTMBackbone", "ViTBackbone", "ViTClassifier", "count_parameters", "create", "names"]

@@ -6,7 +6,7 @@ corpus, the same task input transformations and the same auxiliary LM objective.
 says no more of the model; what it leaves open is chosen here and documented:
 - the token embedding is as wide as the LSTM and tied to the output (as GPT-1's W_e), so
   `logits(sequence_output)` is the transposed embedding and the model plugs into every GPT-1
-  head (`GPTLanguageModel`, `GPTClassifier`) unchanged;
+  head (`GPTLMHeadModel`, `GPTClassifier`) unchanged;
 - no position embedding (the recurrence orders the tokens); `max_sequence_length` is kept as
   the longest sequence the tasks pack and generation keeps in view, as GPT-1's 512 positions;
 - dropout on the embeddings and on each layer's output, at GPT-1's rate.

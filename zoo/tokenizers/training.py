@@ -1,6 +1,5 @@
 """Train a WordPiece or BPE vocabulary on plain-text files (`zoo data vocab`)."""
 
-import collections
 import json
 import os
 import tempfile
@@ -8,7 +7,6 @@ import tempfile
 from zoo import files
 from zoo.progress import bar as progress_bar
 from zoo.storage import storage_operation
-from zoo.tokenizers.basic import BasicTokenizer
 from zoo.tokenizers.loading import CONFIG_FILE, from_directory
 
 WORDPIECE_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -19,14 +17,15 @@ _BATCH_LINES = 1024
 def train_vocabulary(corpus_files, size, kind, out, lowercase=True):
     """Learn a vocabulary from text files into a directory that zoo and transformers both load.
 
-    wordpiece: words are counted with our BERT BasicTokenizer, then tensorflow-text's WordPiece
-    learner (`tensorflow_text.tools.wordpiece_vocab`, the BERT vocabulary algorithm) searches a
-    frequency threshold giving 95-100% of `size` tokens, but always keeps every character of
-    the (at most 1000-character) alphabet and its "##" form, so a small `size` on a corpus with
-    many distinct characters comes out larger. Writes vocab.txt with `[PAD] [UNK] [CLS] [SEP]
-    [MASK]` as ids 0-4.
-    bpe: GPT-1 style BPE (`</w>` word-final symbols, `<unk>` = id 0) learned by the Hugging Face
-    `tokenizers` trainer on the same BERT normalization and word splitting; writes vocab.json +
+    Both kinds are learnt by the Hugging Face `tokenizers` trainers (WordPieceTrainer,
+    BpeTrainer) on BERT's normalization and word splitting. A vocabulary has exactly `size`
+    tokens (special tokens included) unless the corpus runs out first: when every word of the
+    corpus is a token already there is nothing left to learn, and the vocabulary is smaller.
+    The trainers start from every character of the corpus, so a `size` below that alphabet
+    (with its "##" or "</w>" forms and the special tokens) is an error naming the least size.
+
+    wordpiece: writes vocab.txt with `[PAD] [UNK] [CLS] [SEP] [MASK]` as ids 0-4.
+    bpe: GPT-1 style BPE (`</w>` word-final symbols, `<unk>` = id 0); writes vocab.json +
     merges.txt. With `lowercase=False` the result is cased, which transformers'
     OpenAIGPTTokenizer cannot express (it always lower-cases); our GPTTokenizer reads the config.
 
@@ -35,7 +34,7 @@ def train_vocabulary(corpus_files, size, kind, out, lowercase=True):
 
     Args:
         corpus_files: plain-text files, one text per line (UTF-8).
-        size: target vocabulary size.
+        size: the vocabulary size (at most; exactly unless the corpus runs out).
         kind: "wordpiece" or "bpe".
         out: output directory (created; existing files of the same names are replaced).
         lowercase: lower-case (and strip accents) before learning — an uncased vocabulary.
@@ -76,10 +75,7 @@ def train_vocabulary(corpus_files, size, kind, out, lowercase=True):
         staging = scratch if local else files.scratch_directory(
             parent, f".{os.path.basename(out)}.")
         try:
-            if kind == "wordpiece":
-                config = _train_wordpiece(corpus_files, size, scratch, lowercase)
-            else:
-                config = _train_bpe(corpus_files, size, scratch, lowercase)
+            config = _train(corpus_files, size, kind, scratch, lowercase)
             with files.open(os.path.join(scratch, CONFIG_FILE), "w", encoding="utf-8") as file:
                 json.dump(config, file, indent=2)
             if not local:
@@ -114,46 +110,47 @@ def _batches(lines):
         yield batch
 
 
-def _train_wordpiece(corpus_files, size, staging, lowercase):
-    import tensorflow as tf
-    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+def _train(corpus_files, size, kind, staging, lowercase):
+    """Learn the vocabulary with the Hugging Face `tokenizers` trainer of `kind` into `staging`;
+    returns tokenizer_config.json's contents."""
+    # lazy: `tokenizers` comes with keras-hub (a dependency of ours) and is needed only here
+    from tokenizers import Tokenizer, normalizers, pre_tokenizers, trainers
+    from tokenizers.models import BPE, WordPiece
 
-    basic = BasicTokenizer(lowercase=lowercase)
-    split = tf.function(lambda texts: basic.words(texts).values,
-                        input_signature=[tf.TensorSpec([None], tf.string)])
-    counts = collections.Counter()
-    for batch in _batches(_lines(corpus_files, "counting words")):
-        counts.update(split(tf.constant(batch)).numpy())
-    if not counts:
+    if kind == "wordpiece":
+        special = list(WORDPIECE_SPECIAL_TOKENS)
+        tokenizer = Tokenizer(WordPiece(unk_token=special[1]))
+        trainer = trainers.WordPieceTrainer(vocab_size=size, special_tokens=special,
+                                            show_progress=False)
+    else:  # the pipeline of transformers' OpenAIGPTTokenizer, which our GPTTokenizer matches
+        special = [BPE_UNK_TOKEN]
+        tokenizer = Tokenizer(BPE(unk_token=BPE_UNK_TOKEN, end_of_word_suffix="</w>"))
+        trainer = trainers.BpeTrainer(vocab_size=size, special_tokens=special,
+                                      end_of_word_suffix="</w>", show_progress=False)
+    # BERT's normalization and word splitting, as our BasicTokenizer (and BertTokenizer) do.
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.train_from_iterator(_batches(_lines(corpus_files, "counting words")), trainer)
+    vocabulary = tokenizer.get_vocab()
+    if len(vocabulary) == len(special):
         raise ValueError(f"no words in {corpus_files}")
-    counts = {word.decode("utf-8"): count for word, count in counts.items()}
-    # The learner's frequency-threshold search starts at 10 occurrences; a corpus too small for
-    # `size` tokens at that threshold would come out far smaller, so allow any threshold >= 1.
-    vocabulary = learner.learn(counts, size, list(WORDPIECE_SPECIAL_TOKENS), lower_thresh=1)
+    if len(vocabulary) > size:
+        # The trainer starts from every character of the corpus (and its "##" or "</w>" form)
+        # and cannot go below that: fewer tokens would leave words it has seen unknown.
+        raise ValueError(
+            f"size {size} is too small for the corpus: its characters alone make "
+            f"{len(vocabulary)} {kind} tokens (with the special tokens); ask for at least "
+            f"{len(vocabulary)}")
+    if kind == "bpe":
+        tokenizer.model.save(staging)
+        return {"tokenizer_class": "OpenAIGPTTokenizer", "do_lower_case": lowercase,
+                "unk_token": BPE_UNK_TOKEN}
     with files.open(os.path.join(staging, "vocab.txt"), "w", encoding="utf-8") as file:
-        file.writelines(token + "\n" for token in vocabulary)
+        file.writelines(token + "\n" for token in sorted(vocabulary, key=vocabulary.get))
     return {"tokenizer_class": "BertTokenizer", "do_lower_case": lowercase,
             "strip_accents": None, "tokenize_chinese_chars": True,
             **dict(zip(("pad_token", "unk_token", "cls_token", "sep_token", "mask_token"),
                        WORDPIECE_SPECIAL_TOKENS))}
-
-
-def _train_bpe(corpus_files, size, staging, lowercase):
-    # `tokenizers` comes with keras-hub (a dependency of ours); imported here so only BPE
-    # training needs it.
-    from tokenizers import Tokenizer, normalizers, pre_tokenizers, trainers
-    from tokenizers.models import BPE
-
-    # The pipeline of transformers' OpenAIGPTTokenizer, which our GPTTokenizer matches.
-    tokenizer = Tokenizer(BPE(unk_token=BPE_UNK_TOKEN, end_of_word_suffix="</w>"))
-    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.BpeTrainer(vocab_size=size, special_tokens=[BPE_UNK_TOKEN],
-                                  end_of_word_suffix="</w>", show_progress=False)
-    tokenizer.train_from_iterator(_batches(_lines(corpus_files, "learning merges")), trainer)
-    tokenizer.model.save(staging)
-    return {"tokenizer_class": "OpenAIGPTTokenizer", "do_lower_case": lowercase,
-            "unk_token": BPE_UNK_TOKEN}
 
 
 def _move_into_place(staging, out):

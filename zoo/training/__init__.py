@@ -21,7 +21,7 @@ The names task files use are importable from here (`from zoo import training`;
 
 from zoo.training.callbacks import TrainingError
 from zoo.training.distribution import jax_distribution, join_cluster
-from zoo.training.loop import Schedule, compile_model, fit, optimizer
+from zoo.training.loop import Schedule, StepCounts, compile_model, fit, optimizer
 from zoo.training.run_dir import (RUN_FILES, check_run_dir, checkpoint_path, create_run_dir,
                                   load_run, read_metrics, save_model)
 from zoo.training.run_lock import check_unlocked

@@ -27,8 +27,12 @@ from zoo.training import run_dir as run_dir_lib
 from zoo.training import run_lock, starting_points
 
 
-class Schedule:
-    """Step counts of a run: total steps, warmup, rounds of `eval_every` steps."""
+class StepCounts:
+    """Step counts of a run: total steps, warmup, rounds of `eval_every` steps.
+
+    Counts only: the learning-rate schedule's kind is the config key `train.schedule`, which
+    `build_optimizer` reads.
+    """
 
     def __init__(self, train, steps_per_epoch):
         self.steps_per_epoch = steps_per_epoch
@@ -44,15 +48,19 @@ class Schedule:
         self.rounds = math.ceil(self.total / self.eval_every)
 
 
+# Deprecated: the former name of `StepCounts`.
+Schedule = StepCounts
+
+
 def optimizer(train, model, steps_per_epoch, total_steps=None, warmup_steps=None):
     """The optimizer of a `TrainConfig` for `model`, as `compile_model` builds it.
 
     AdamW (or SGD, `train.optimizer`) on the warmup + decay schedule of `train`, with its
-    clipping, weight decay and epsilon; the step counts come from `Schedule` unless given.
+    clipping, weight decay and epsilon; the step counts come from `StepCounts` unless given.
     """
     if total_steps is None:
-        schedule = Schedule(train, steps_per_epoch)
-        total_steps, warmup_steps = schedule.total, schedule.warmup
+        counts = StepCounts(train, steps_per_epoch)
+        total_steps, warmup_steps = counts.total, counts.warmup
     return build_optimizer(
         train.learning_rate, total_steps, warmup_steps, schedule=train.schedule,
         weight_decay=train.weight_decay, clip_norm=train.clip_norm, epsilon=train.adam_epsilon,
@@ -109,8 +117,8 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
                                          f"not split over {replicas} replicas")
         with scope:
             model = task.build_model()
-            schedule = Schedule(train_config, task.steps_per_epoch())
-            compile_model(model, task, schedule.total, schedule.warmup)
+            counts = StepCounts(train_config, task.steps_per_epoch())
+            compile_model(model, task, counts.total, counts.warmup)
             _build(model)
         # Everything is checked and built: only now is the run directory written.
         if not resuming:
@@ -118,8 +126,8 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
         if task.tokenizer is not None:  # image tasks have no vocabulary
             starting_points.copy_vocabulary(config.model, run_dir)
         print(f"{config.task}: {type(model).__name__} of {model.count_params():,} parameters,"
-              f" {schedule.total} steps of {train_config.batch_size} ({where})"
-              f", evaluation every {schedule.eval_every} steps", flush=True)
+              f" {counts.total} steps of {train_config.batch_size} ({where})"
+              f", evaluation every {counts.eval_every} steps", flush=True)
         backup_dir = os.path.join(run_dir, "backup")
         if shared_backup is not None:
             resuming = run_dir_lib.copy_backup(shared_backup, backup_dir) or resuming
@@ -135,11 +143,11 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
             print(f"resuming {run_dir} at step {step}", flush=True)
         if resuming:  # what was logged after the backup is trained (and logged) again
             callbacks_lib.drop_logs_after(os.path.join(run_dir, "logs"), step)
-        logger = callbacks_lib.StepLogger(os.path.join(run_dir, "logs"), schedule,
+        logger = callbacks_lib.StepLogger(os.path.join(run_dir, "logs"), counts,
                                           train_config.log_every)
         with preemption.signals_noted() as received:
             callbacks = [
-                callbacks_lib.StopAt(schedule.total),
+                callbacks_lib.StopAt(counts.total),
                 logger,
                 callbacks_lib.Evaluator(task, run_dir, train_config.eval_examples,
                                         train_config.keep_checkpoints),
@@ -147,7 +155,7 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
                 preemption.Preemption(received, backup_dir),
             ]
             callbacks_lib.write_hparams(config, run_dir, task)
-            _train(model, task, schedule, train_config, callbacks, step)
+            _train(model, task, counts, train_config, callbacks, step)
         run_dir_lib.save_model(model, os.path.join(run_dir, "final.keras"))
         files.remove_quietly(backup_dir)
     finally:
@@ -161,14 +169,14 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
     return {k: v for k, v in history[-1].items() if k != "step"} if history else {}
 
 
-def _train(model, task, schedule, train_config, callbacks, step):
+def _train(model, task, counts, train_config, callbacks, step):
     """`model.fit` over the task's phases from `step` on. A round cut by a preemption is
     finished first, on its own (Keras counts an epoch's steps from its start)."""
-    every = schedule.eval_every
-    if step >= schedule.total:  # preempted at the last step: only the final model is left
+    every = counts.eval_every
+    if step >= counts.total:  # preempted at the last step: only the final model is left
         return
     start_round, within = divmod(step, every)
-    for phase in task.phases(schedule):
+    for phase in task.phases(counts):
         if start_round >= phase.last_round:
             continue
         first = max(start_round, phase.first_round)

@@ -25,11 +25,11 @@ A table is data, one YAML file under configs/reproduce/<family>/<table>.yaml:
     rows                 {name: {title, pretraining: name|null, updates: N, set: [...],
                          experiments: {column: experiment}, paper: {column: number},
                          baseline}}: null is "w/o pre-training" (random initialization);
-                         `baseline: bag_of_words` is no network (zoo_tasks.baselines: one cell
+                         `baseline: bag_of_words` is no network (zoo_benchmarks.baselines: one cell
                          per column, no seeds, RUN/cells/<row>/<column>); `library:
                          transformers` trains the row's pretraining and cells with
                          transformers and torch on zoo's batches and recipe
-                         (zoo_tasks.transformers_recipe; RUN/transformers/pretraining/<name>,
+                         (zoo_benchmarks.transformers_recipe; RUN/transformers/pretraining/<name>,
                          after all of zoo's steps); `updates` starts
                          from the pretraining's model after N updates (its pretraining then
                          keeps a checkpoint at every evaluation, `train.keep_checkpoints`;
@@ -49,6 +49,11 @@ to the rows that start from it (the architecture must match its checkpoint). The
 `set` and the scale's `column_overrides` for it, a row's `set` and the scale's
 `row_overrides` for it; the user's `--set` comes last and wins.
 
+The `baseline:` and `library:` rows are trained by the repository's measurement lab
+(zoo_benchmarks/rows.py), which zoo_tasks never imports and the wheel does not ship: `zoo
+reproduce` hands its trainers in (`reproduce(..., lab=...)`) when it runs from a clone;
+without them zoo's own rows still run, and a lab row stops with a message saying so.
+
 Every cell is an ordinary run directory under RUN (`RUN/pretraining/<name>`,
 `RUN/cells/<row>/<column>/seed_<s>`; a zero-shot cell is `RUN/cells/<row>/<column>` with its
 metrics.json and predictions/), trained by `zoo_tasks.runs.train` exactly as `zoo train`
@@ -62,7 +67,7 @@ against the reference row has the paper's sign.
 from zoo_tasks.reproduce.report import describe, dry_run, write_outputs
 from zoo_tasks.reproduce.run import reproduce, results
 from zoo_tasks.reproduce.tables import (SCALES, TABLE_ROOT, TableError, command, load_table, plan,
-                                    table_names, table_path)
+                                        table_names, table_path)
 
 __all__ = ["SCALES", "TABLE_ROOT", "TableError", "command", "describe", "dry_run",
            "load_table", "plan", "reproduce", "results", "table_names", "table_path",

@@ -7,11 +7,11 @@ import time
 import numpy as np
 import yaml
 
-from zoo_tasks import baselines, runs
+from zoo_tasks import runs
 from zoo_tasks.reproduce.report import read_json, write_outputs
 from zoo_tasks import zero_shot
 from zoo_tasks.reproduce.tables import (TRAINED, TableError, command, plan, scale_columns,
-                                    scale_rows, table_name)
+                                        scale_rows, table_name)
 from zoo import config as config_lib
 from zoo import files, training
 from zoo.data.corpus import default_workers, write_corpus
@@ -21,7 +21,7 @@ from zoo.tokenizers import train_vocabulary
 
 
 def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwrite=False,
-              progress=print, rows=None):
+              progress=print, rows=None, lab=None):
     """Run every step of `plan` not yet finished, then write RUN/table.md and RUN/table.csv.
 
     RUN/reproduce.json records the table, scale, seeds, data root and overrides: a run
@@ -29,11 +29,19 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
     `rows` (names of the scale's rows) runs only their steps and those they start from; the
     table shows the others' finished cells, "-" for the rest.
 
+    `lab` trains the steps zoo does not (LAB_STEPS: a `baseline:` row's cells, a `library:`
+    row's pretraining and cells): {(step kind, the row's baseline or library): train(config,
+    run_dir, progress)}, the measurement lab's `zoo_benchmarks.rows.TRAINERS`, which `zoo
+    reproduce` hands in from a clone of the repository. A wanted step it lacks stops the
+    reproduction before anything runs.
+
     Returns:
         The table's cells: [{row, column, paper, values, mean, std, ...}] (see `results`).
     """
     steps = plan(table, scale, data_root, run_dir, seeds, overrides)
     wanted = _wanted(table, scale, steps, rows)
+    lab = lab or {}
+    _check_lab(steps, wanted, lab)
     seeds = seeds or table["scales"][scale].get("seeds", 1)
     record = {"table": table_name(table["path"]), "scale": scale, "seeds": seeds,
               "data_root": files.absolute(data_root), "overrides": list(overrides)}
@@ -71,10 +79,12 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
                                   strip_html=step["strip_html"], workers=default_workers())
             progress(f"corpus: {counts['documents']} documents, {counts['sentences']} "
                      "sentences; " + "; ".join(counts["reports"]))
-        elif step["kind"] == "baseline":
-            baselines.run(step["baseline"], config_lib.resolve(step["experiment"],
-                                                               step["overrides"]),
-                          step["run_dir"], progress)
+        elif step["kind"] in LAB_STEPS:
+            import keras
+
+            lab[_lab_key(step)](config_lib.resolve(step["experiment"], step["overrides"]),
+                                step["run_dir"], progress)
+            keras.backend.clear_session()
             _check_columns(table, scale, step)
         elif step["kind"] == "vocabulary":
             train_vocabulary(_corpus(step["corpus"]), step["size"], step["vocabulary_kind"],
@@ -85,18 +95,6 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
                                    dupe_factor=step["dupe_factor"])
         elif step["kind"] == "zero_shot":
             _zero_shot(step)
-            _check_columns(table, scale, step)
-        elif step["kind"] in ("library_pretraining", "library_finetuning"):
-            # lazy: loads Keras (and the recipe torch and transformers, test extras)
-            import keras
-
-            from zoo_tasks import transformers_recipe  # lazy: as above
-
-            train = (transformers_recipe.pretrain if step["kind"] == "library_pretraining"
-                     else transformers_recipe.finetune)
-            train(config_lib.resolve(step["experiment"], step["overrides"]), step["run_dir"],
-                  progress)
-            keras.backend.clear_session()
             _check_columns(table, scale, step)
         else:
             import keras
@@ -110,6 +108,26 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
     cells = results(table, scale, steps, timings)
     write_outputs(table, scale, seeds, record, steps, cells, run_dir)
     return cells
+
+
+# The steps the measurement lab trains (zoo_benchmarks/, beside the product), handed in as `lab`.
+LAB_STEPS = ("baseline", "library_pretraining", "library_finetuning")
+
+
+def _lab_key(step):
+    return step["kind"], step["baseline"] if step["kind"] == "baseline" else step["library"]
+
+
+def _check_lab(steps, wanted, lab):
+    """Every unfinished step `wanted` that the lab trains has its trainer in `lab`."""
+    missing = [step["name"] for step in steps if step["kind"] in LAB_STEPS
+               and step["name"] in wanted and _lab_key(step) not in lab and not _finished(step)]
+    if missing:
+        more = f" (and {len(missing) - 1} more steps)" if len(missing) > 1 else ""
+        raise TableError(f"{missing[0]}{more}: trained by the repository's measurement lab, "
+                         "zoo_benchmarks/, which the installed zoo does not ship: run zoo "
+                         "reproduce from a clone of the repository, or leave the row out with "
+                         "--rows")
 
 
 def _wanted(table, scale, steps, rows):

@@ -23,8 +23,10 @@ SUSTAINED_FLOPS = 40e12
 _TOP = {"title", "source", "reference", "vocabulary", "pretraining", "columns", "rows",
         "scales", "note", "corpus", "paper_title"}
 _CORPUS = {"from", "strip_html", "text_column"}
+# The rows the measurement lab trains (zoo_benchmarks/rows.py; not in the wheel): baselines.py's,
+# and transformers_recipe.py's zoo recipe in the library.
 BASELINES = ("bag_of_words",)
-LIBRARIES = ("transformers",)  # zoo_tasks.transformers_recipe: zoo's recipe in the library
+LIBRARIES = ("transformers",)
 # The steps that train from an experiment config (config.yaml in their run directory).
 TRAINED = ("pretraining", "finetuning", "library_pretraining", "library_finetuning")
 _PRETRAINING = {"experiment", "set", "shards", "train_examples"}
@@ -383,12 +385,12 @@ def command(step):
                 + (" --strip-html" if step["strip_html"] else ""))
     if step["kind"] == "baseline":
         sets = " ".join(f"--set {shell_quote(o)}" for o in step["overrides"])
-        return (f"python -m zoo_tasks.baselines {step['baseline']} --experiment "
+        return (f"python -m zoo_benchmarks.baselines {step['baseline']} --experiment "
                 f"{step['experiment']} {sets} --out {step['run_dir']}")
     if step["kind"] in ("library_pretraining", "library_finetuning"):
         sets = " ".join(f"--set {shell_quote(o)}" for o in step["overrides"])
         kind = "pretrain" if step["kind"] == "library_pretraining" else "finetune"
-        return (f"python -m zoo_tasks.transformers_recipe {kind} --experiment "
+        return (f"python -m zoo_benchmarks.transformers_recipe {kind} --experiment "
                 f"{step['experiment']} {sets} --out {step['run_dir']}")
     if step["kind"] == "vocabulary":
         return (f"zoo data vocab --kind {step['vocabulary_kind']} --size {step['size']} "

@@ -1,15 +1,15 @@
 """Serving of span question answering (SQuAD v1.1 and v2.0): a raw question and context in,
 the answer out, computed in the SavedModel graph as `evaluate` computes it: the doc-stride
-windows of `zoo.data.squad.squad_windows_graph`, the model CHUNK windows at a time, the
-post-processing of `zoo_tasks.spans.best_spans_graph` (both tested equal to their Python
+windows of `zoo.data.span_qa.squad_windows_graph`, the model CHUNK windows at a time, the
+post-processing of `zoo_tasks.span_qa_decoding.best_spans_graph` (both tested equal to their Python
 versions) and, for v2.0, the run's tuned null threshold τ."""
 
 import tensorflow as tf
 
-from zoo_tasks.spans import best_spans_graph, logits_at_full_length
+from zoo_tasks.span_qa_decoding import best_spans_graph, logits_at_full_length
 from zoo import export
 from zoo.data import packing
-from zoo.data.squad import squad_windows_graph
+from zoo.data.span_qa import squad_windows_graph
 
 CHUNK = 32  # windows per model call in serving
 

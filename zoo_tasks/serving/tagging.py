@@ -1,13 +1,13 @@
-"""Serving of named-entity recognition (CoNLL-2003): whitespace-separated sentences in, their
-words and IOB2 tags out, each word's tag read at its first sub-token as the task's `predict`
-reads it."""
+"""Serving of tagging (CoNLL-2003's named entities, your own tag sets): whitespace-separated
+sentences in, their words and tags (CoNLL-2003: IOB2) out, each word's tag read at its first
+sub-token as the task's `predict` reads it."""
 
 import tensorflow as tf
 
 from zoo_tasks.serving.common import probabilities_and_names, valid_utf8
 from zoo import export
 from zoo.data import packing
-from zoo.data.ner import align_tokens
+from zoo.data.tagging import align_tokens
 
 
 def signatures(task, model, run_dir=None):
@@ -30,7 +30,7 @@ def signatures(task, model, run_dir=None):
     the words that fit in the sequence and "O" after them.
 
     `serving_ids`: `token_ids`, `segment_ids`, `padding_mask` [batch, sequence] int32 (as
-    `zoo.data.ner.align_tokens` packs them) -> `probabilities` [batch, sequence, tags]
+    `zoo.data.tagging.align_tokens` packs them) -> `probabilities` [batch, sequence, tags]
     float32 and `tags` [batch, sequence] string, the argmax at every position.
     """
     names = tf.constant(task.labels)

@@ -1,4 +1,5 @@
-"""What every head model shares: `HeadModel`'s config plumbing and BERT's head layers."""
+"""What every head model shares: `HeadModel`'s config plumbing, BERT's head layers, and the
+registration of a renamed class under its old name."""
 
 import keras
 
@@ -49,3 +50,14 @@ def bert_classifier(backbone, units, dropout):
         units, dropout=dropout,
         kernel_initializer=keras.initializers.TruncatedNormal(stddev=0.02),
         dtype=backbone.dtype_policy, name="classifier")
+
+
+def register_old_name(cls, old_name):
+    """Register `cls` under its former name in Keras' serialization registry; returns `cls`.
+
+    A .keras file saved before the rename names the class by its registered name
+    ("zoo>OLD_NAME"), which then loads as `cls`; the returned class is the deprecated Python
+    alias. Keras saves `cls` under its own name, the new one.
+    """
+    keras.saving.get_custom_objects()[f"zoo>{old_name}"] = cls
+    return cls

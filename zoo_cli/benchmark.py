@@ -1,0 +1,118 @@
+"""`zoo benchmark`: side-by-side speed against keras-hub, transformers and ONNX Runtime.
+
+  zoo benchmark models      BERT-base, GPT-1 and ViT-B/16 forward (batch 8 and batch-1 latency):
+                            zoo vs keras-hub on TensorFlow and JAX, transformers (torch) and
+                            ONNX Runtime, same weights, each library in its own process
+  zoo benchmark finetune    one BERT-base fine-tuning step (forward, backward, AdamW), same set
+  zoo benchmark pretrain    one BERT-base pretraining step (masked LM + NSP), tokens/s: zoo on
+                            TensorFlow (graph, XLA) and JAX vs transformers (eager, torch.compile)
+  zoo benchmark bucketing   fine-tuning examples/s with dynamic padding vs pad-to-128 (GLUE mix)
+  zoo benchmark serving     raw text -> label (texts/s): zoo's exported SavedModel (float32 and
+                            bfloat16) vs transformers' text-classification pipeline, same weights
+  zoo benchmark tokenizers  WordPiece (tokens/s), zoo in tf.data vs transformers' BertTokenizerFast
+  zoo benchmark data        `zoo data pretrain` tokens/s and peak memory with 1 and 2 Beam workers
+                            vs the tokenize-only `tokenizers` BertWordPieceTokenizer on one core
+  zoo benchmark all         all of the above; writes docs/benchmarks.md (--out) with the machine,
+                            the versions, every command, and each ratio against its target
+
+Ratios > 1 mean zoo is faster. Each run prints markdown tables. The benchmarks run from a clone
+of the repository (its zoo_benchmarks/ folder), not from an installed wheel.
+"""
+
+# The benchmarks themselves are the repository's measurement lab, zoo_benchmarks/ (report.py runs
+# them), which the wheel does not ship: this module holds the command's flags, and `run`
+# imports the lab from the clone zoo runs from.
+
+import argparse
+import os
+import sys
+
+from zoo_cli import lab
+
+# The choices of --families and --backends: the keys of zoo_benchmarks.common.FAMILIES and its
+# BACKENDS (tests/test_benchmark.py holds them equal), named here so that `zoo --help` runs
+# where the lab is not.
+FAMILIES = ("bert", "gpt1", "vit")
+BACKENDS = ("tensorflow", "jax")
+
+
+def run(args):
+    """The chosen benchmark, by the lab's `zoo_benchmarks.report.run`; from an installed wheel
+    (no lab), a one-line error."""
+    try:
+        report = lab.import_lab("zoo_benchmarks.report")
+    except lab.LabMissing as error:
+        print(f"zoo benchmark: error: {error}", file=sys.stderr)
+        return 1
+    return report.run(args)
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "benchmark", help="compare speed with keras-hub / transformers / ONNX Runtime",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    targets = parser.add_subparsers(dest="target", required=True, metavar="TARGET")
+    parsers = {}
+    for name, help_text in (
+            ("models", "forward throughput and batch-1 latency of the three families"),
+            ("finetune", "one BERT-base fine-tuning step per library and backend"),
+            ("pretrain", "one BERT-base pretraining step, zoo vs transformers (tokens/s)"),
+            ("bucketing", "fine-tuning examples/s: data.pad_to_multiple_of vs pad-to-length"),
+            ("serving", "exported SavedModel (raw text in, label out) vs transformers' pipeline"),
+            ("tokenizers", "WordPiece throughput in tf.data vs transformers' fast tokenizer"),
+            ("data", "`zoo data pretrain` tokens/s and memory, 1 vs 2 Beam workers"),
+            ("all", "every benchmark above; writes docs/benchmarks.md")):
+        parsers[name] = targets.add_parser(name, help=help_text)
+        parsers[name].set_defaults(func=run, target=name)
+    for name in ("models", "all"):
+        parsers[name].add_argument("--families", nargs="+", default=list(FAMILIES),
+                                   choices=list(FAMILIES))
+        parsers[name].add_argument("--batches", nargs="+", type=int, default=[8, 1],
+                                   help="batch sizes; the smallest is the latency row")
+        parsers[name].add_argument("--bf16", action=argparse.BooleanOptionalAction,
+                                   default=True, help="also time bfloat16 on Keras: "
+                                   "mixed_bfloat16, and zoo with bfloat16 weights")
+    for name in ("models", "finetune", "pretrain", "all"):
+        parsers[name].add_argument("--tiny", action="store_true",
+                                   help="two-layer models instead of the paper's sizes: checks "
+                                        "the benchmark itself; the figures mean nothing")
+        parsers[name].add_argument("--backends", nargs="+", default=list(BACKENDS),
+                                   choices=BACKENDS, help="Keras backends for zoo and keras-hub")
+    for name, parser in parsers.items():
+        parser.add_argument("--repeats", type=int, default=5,
+                            help="timed calls or passes per contender (the median is reported)")
+        if name != "models":
+            parser.add_argument("--batch-size", type=int, default=None,
+                                help="default: 8 (finetune, pretrain, serving), 32 (bucketing), "
+                                     "256 (tokenizers)")
+    for name in ("models", "finetune", "pretrain", "bucketing", "serving", "all"):
+        parsers[name].add_argument("--sequence-length", type=int, default=128)
+    for name in ("bucketing", "serving"):
+        parsers[name].add_argument("--preset", default="bert_base")
+    parsers["bucketing"].add_argument("--tasks", nargs="+", default=["glue/mrpc", "glue/sst2"])
+    parsers["bucketing"].add_argument("--steps", type=int, default=4,
+                                      help="timed steps per setting")
+    parsers["bucketing"].add_argument("--multiple", type=int, default=16)
+    parsers["serving"].add_argument("--texts", type=int, default=256,
+                                    help="texts per timed pass")
+    tokenizers = parsers["tokenizers"]
+    tokenizers.add_argument("--corpus", nargs="+",
+                            help="plain-text files, one text per line (default: the English "
+                                 "reference text CPython ships in pydoc_data.topics)")
+    tokenizers.add_argument("--vocab", help="directory with vocab.txt (default: train a "
+                                            "--vocab-size WordPiece vocabulary on the corpus)")
+    # 1000 on the default corpus splits words into pieces about as often as BERT's vocabulary
+    # does English text (the tokenizers table says how often); a larger one there keeps every
+    # word whole.
+    tokenizers.add_argument("--vocab-size", type=int, default=1000)
+    tokenizers.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True)
+    for name in ("data", "all"):
+        parsers[name].add_argument("--corpus-mb", nargs="+", type=float, default=None,
+                                   help="corpus sizes (default 32 128; 1 with --tiny); the "
+                                        "marginal rate is taken between the two largest")
+        parsers[name].add_argument("--workers", nargs="+", type=int, default=None,
+                                   help="Beam DirectRunner workers to compare (default 1 2)")
+    parsers["data"].add_argument("--tiny", action="store_true",
+                                 help="a 1 MB corpus: checks the benchmark itself")
+    parsers["all"].add_argument("--out", default=os.path.join("docs", "benchmarks.md"),
+                                help="the markdown file to write (atomically)")
