@@ -25,8 +25,8 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/zoo demo
 
 # Three workers on two cores: each runs TensorFlow on one thread (tests/conftest.py), and a third
-# fills the time the others spend starting processes and waiting on them (measured in the
-# closing note of issue #18). Each file runs in one worker (its module fixtures are trained
+# fills the time the others spend starting processes and waiting on them (docs/measurements.md,
+# "The test suite"). Each file runs in one worker (its module fixtures are trained
 # once), the longest files first (tests/conftest.py, LONGEST_FIRST), in that order.
 # tests/test_benchmark.py (`zoo benchmark all --tiny`: every library in its own processes, ~6
 # minutes of CPU) is not part of it: `make test-benchmark`, which CI runs after `make test`.
@@ -46,9 +46,14 @@ test-benchmark: $(VENV)/.installed-test
 test-pythons: $(VENV)/.installed-test
 	bash .ci/pythons.sh
 
-# pycodestyle's errors and warnings and pyflakes, by ruff (its settings: pyproject.toml).
+# pycodestyle's errors and warnings, pyflakes, isort's import order and unused noqa codes, by
+# ruff (its settings: pyproject.toml); then the continuation-line rules ruff does not have
+# (pycodestyle's E127, E128, E131: a line that continues a bracket lines up with it).
+# tests/test_layout.py checks the same rules in docstring examples.
+CODE := zoo zoo_tasks zoo_cli zoo_benchmarks tests
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/pycodestyle --select=E127,E128,E131 --max-line-length=100 $(CODE)
 
 # The documentation site (mkdocs.yml) into site/; `$(VENV)/bin/mkdocs serve` to browse it.
 docs: $(VENV)/.installed-test

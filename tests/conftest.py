@@ -1,34 +1,32 @@
 import os
 
 # Before any TensorFlow/Keras import: quiet start-up and a known backend for the main process.
-# TensorFlow's oneDNN kernels stay on, as users run them (TF_ENABLE_ONEDNN_OPTS unset); measured
-# on tests.test_tasks' QQP run at one thread: 21.6 s of CPU with them, 24.1 s without.
+# TensorFlow's oneDNN kernels stay on, as users run them (TF_ENABLE_ONEDNN_OPTS unset): faster
+# here too (docs/measurements.md, "The test suite", has the figures behind this file's settings).
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 # Tests never touch the network: transformers and huggingface_hub read local folders only, and
 # anything that would reach the Hub fails at once instead of waiting on a connection.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # Under pytest-xdist every worker (and the processes its tests start) runs each TF op on one
-# thread: the workers already fill the cores. Measured (tests.test_tasks' QQP run): alone 16.0 s
-# with TF's default pools, 16.7 s with one intra-op thread; two copies at once 23.6 / 24.3 s with
-# the defaults, 20.6 / 21.4 s with one. TF_NUM_INTEROP_THREADS stays: at 1 a run alone took 22.8.
+# thread: the workers already fill the cores. TF_NUM_INTEROP_THREADS stays as TensorFlow sets it.
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import pytest  # noqa: E402
+import pytest
 
-# The test files that take over a minute under `make test`, longest first (summed test
-# durations, 3 workers on 2 cores: 254, 166, 166, 162, 147, 99, 90, 84, 80, 74, 72, 67, 62 s).
+# The test files that take over a minute under `make test`, longest first (by their summed test
+# durations; docs/measurements.md, "The test suite").
 # pytest-xdist hands whole files (`--dist loadfile`) to the workers in collection order
 # (`--no-loadscope-reorder`); by default it orders them by their number of tests, which left
 # test_training.py, the longest, to start last and run alone on one core at the end.
 LONGEST_FIRST = (
     "test_training.py", "test_crash_consistency.py", "test_export.py",
     "test_multiple_choice.py", "test_text_classification.py",
-    "test_tasks.py", "test_multi_worker.py", "test_tagging.py", "test_span_qa.py",
+    "test_classification.py", "test_multi_worker.py", "test_tagging.py", "test_span_qa.py",
     "test_jax_distribution.py", "test_backbones.py", "test_convert.py", "test_tokenizers.py",
-    "test_export_mc.py", "test_reproduce.py", "test_transformers_recipe.py",
+    "test_multiple_choice_export.py", "test_reproduce.py", "test_transformers_recipe.py",
     "test_docs.py",
     "test_span_qa_own_data.py",
     "test_tagging_own_data.py")

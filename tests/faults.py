@@ -21,9 +21,9 @@ import os
 import signal
 import sys
 
-from zoo_cli.main import main
 from zoo import files
 from zoo.training import backups
+from zoo_cli.main import main
 
 
 def _fail(fault, path):

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 import zoo
-from tests.harness import (BACKENDS, assert_outputs_close, copy_weights, run_in_backend,
-                           to_numpy)
+from tests.harness import BACKENDS, assert_outputs_close, copy_weights, run_in_backend, to_numpy
 
 TINY = {
     "bert": (zoo.models.BertBackbone, dict(

@@ -83,7 +83,7 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
     for row in finetune:  # a two-class head starts near ln 2 and has taken three steps
         assert math.isfinite(float(row[-1])) and 0.3 < float(row[-1]) < 1.1, row
 
-    # Pretraining: zoo's BertPretrainer against BertForPreTraining, eager and torch.compile;
+    # Pretraining: zoo's BertMaskedLM against BertForPreTraining, eager and torch.compile;
     # 8 x 16 tokens a step (the default batch); on random heads both start near
     # ln(30522) + ln(2) = 11.0.
     pretrain = _table(text, "## Pretraining step")

@@ -593,7 +593,7 @@ def test_older_checkpoint_layouts_are_read(cases, tmp_path):
     hf = cases / "bert_pretraining" / "hf"
     tensors = load_file(hf / "model.safetensors")
     old = {k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias",
-                                                                   "LayerNorm.beta"): v
+                                                                    "LayerNorm.beta"): v
            for k, v in tensors.items()}
     old["bert.embeddings.position_ids"] = np.arange(23, dtype="int64")[None]
     old["cls.predictions.decoder.weight"] = tensors["bert.embeddings.word_embeddings.weight"]
@@ -648,6 +648,15 @@ def test_backbone_only_from_a_checkpoint_with_heads(name, cases):
     assert sorted(expected) == sorted(w.path for w in backbone.weights)
     for w in backbone.weights:
         assert np.array_equal(keras.ops.convert_to_numpy(w), expected[w.path]), w.path
+
+
+def test_the_former_head_names_are_the_renamed_classes():
+    """zoo.convert exports the new names; the former ones still import, deprecated (CHANGELOG)."""
+    from zoo.convert import BertPretrainingModel, GPTLanguageModel
+
+    assert BertPretrainingModel is zoo.convert.BertForPreTraining is zoo.models.BertForPreTraining
+    assert GPTLanguageModel is zoo.convert.GPTLMHeadModel is zoo.models.GPTLMHeadModel
+    assert {"BertForPreTraining", "GPTLMHeadModel"} <= set(zoo.convert.__all__)
 
 
 def test_a_tensor_in_two_shards_is_an_error(cases, tmp_path):
@@ -740,7 +749,7 @@ def test_cli_detects_each_format_and_writes_loadable_files(cases, tmp_path, caps
     assert main(["convert", str(tmp_path / "bert_pretraining.keras"), str(tmp_path / "hf"),
                  "--to", "hf"]) == 0
     assert sorted(p.name for p in (tmp_path / "hf").iterdir()) == ["config.json",
-                                                                    "model.safetensors"]
+                                                                   "model.safetensors"]
     capsys.readouterr()
     with pytest.raises(SystemExit):
         main(["convert", "--help"])
@@ -752,8 +761,8 @@ def test_cli_reads_and_writes_remote_paths(cases):
     as `gs://`): each format read from there, written there, and the outputs unchanged."""
     import os
 
-    from zoo_cli.main import main
     from zoo import files
+    from zoo_cli.main import main
 
     base = f"ram://convert_{os.getpid()}"
     files.makedirs(f"{base}/out")  # as locally, the destination's folder must exist
@@ -784,8 +793,8 @@ def test_a_transformers_5_folder_fine_tunes_with_init_checkpoint_alone(family, s
     import tensorflow as tf
     import transformers
 
-    from zoo_cli.main import main as cli
     from zoo import tokenizers
+    from zoo_cli.main import main as cli
 
     folder = tmp_path / "hf"
     if family == "bert":

@@ -13,10 +13,10 @@ import os
 import numpy as np
 import pytest
 
-from zoo_tasks import data_order
 from tests.test_training import TINY
 from zoo import config as config_lib
 from zoo.data.samples import LAYOUT
+from zoo_tasks import data_order
 
 MULTIPLE = 8
 CUT = [f"data.pad_to_multiple_of={MULTIPLE}", "data.sort_by_length=true"]

@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 
 import zoo
-from zoo_tasks import runs
 from tests.harness import REPO, saved_model_signatures, serve_fresh
 from tests.test_training import TINY, mrpc
-from zoo_cli.main import main as cli
 from zoo import export
+from zoo_cli.main import main as cli
+from zoo_tasks import runs
 
 
 def _train(sample_data, run_dir, experiment, task_dir, *overrides, family="bert"):
@@ -48,7 +48,7 @@ def pipeline(run_dir, split="dev", labels=True):
 
     columns = task.examples(split)
     logits = inference_model(model).predict(task.dataset(split).map(lambda x, *_: x),
-                                             verbose=0)["logits"].astype("float32")
+                                            verbose=0)["logits"].astype("float32")
     return columns, logits, task.predict(model, split) if labels else None
 
 

@@ -23,11 +23,11 @@ ALLOWED = {
     ("zoo/training/run_lock.py", "os.remove"): "the local branch's mkstemp file, hard-linked as "
                                                "the lock (remote paths take the gfile branch)",
     ("zoo_benchmarks/contenders.py", "open"): "zoo_config.json in the benchmark's own "
-                                               "tempfile scratch directory",
+                                              "tempfile scratch directory",
     ("zoo_benchmarks/contenders.py", "os.path.exists"): "an ONNX file cached in that scratch "
-                                                         "directory",
+                                                        "directory",
     ("zoo_benchmarks/data.py", "open"): "corpora written to its TemporaryDirectory; "
-                                         "/proc/<pid>/stat for the resident memory",
+                                        "/proc/<pid>/stat for the resident memory",
     ("zoo_benchmarks/data.py", "os.listdir"): "/proc: the processes of a timed run",
     ("zoo_benchmarks/report.py", "open"): "/proc/cpuinfo, to describe the machine",
     ("zoo_benchmarks/serving.py", "open"): "corpus and texts written to its TemporaryDirectory",
@@ -132,8 +132,8 @@ def test_a_failed_atomic_write_leaves_the_old_file_and_no_temporary(remote, tmp_
 
 
 def test_pretrain_fine_tune_evaluate_export_and_serve_on_a_remote_filesystem(sample_data,
-                                                                            tmp_path,
-                                                                            monkeypatch):
+                                                                             tmp_path,
+                                                                             monkeypatch):
     """The whole journey with every path on `ram://` (as on `gs://`): `zoo data pretrain` ->
     `zoo train` (BERT pretraining, then SST-2 from its run directory) -> `zoo evaluate` ->
     `zoo export` -> the SavedModel loaded and asked; nothing is written to the local disk."""

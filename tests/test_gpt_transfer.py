@@ -16,11 +16,11 @@ import pytest
 from sklearn.metrics import accuracy_score, matthews_corrcoef
 
 import zoo_tasks
-from zoo_tasks import zero_shot
-from zoo_cli.main import main as cli
 from zoo import config as config_lib
 from zoo.data import read_examples
 from zoo.data.samples import LAYOUT
+from zoo_cli.main import main as cli
+from zoo_tasks import zero_shot
 
 TINY_GPT = dict(num_layers=3, hidden_dim=32, num_heads=2, max_sequence_length=512)
 
@@ -105,7 +105,7 @@ def language_model(sample_data, tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("zero_shot")
     backbone, _ = _checkpoint(sample_data, tmp_path)
     folder = tmp_path / "hf"
-    zoo.convert.to_huggingface(zoo.convert.GPTLanguageModel(backbone), str(folder))
+    zoo.convert.to_huggingface(zoo.convert.GPTLMHeadModel(backbone), str(folder))
     for name in os.listdir(sample_data["bpe"]):
         shutil.copy(os.path.join(sample_data["bpe"], name), folder)
     root = sample_data["root"]
@@ -203,7 +203,7 @@ def test_zero_shot_multiple_choice_matches_transformers(task, language_model, re
     result, lines = _run(task, folder, files[task], capsys)
     assert lines[0] == "id\tprediction"
     assert [line.split("\t") for line in lines[1:]] == [[e["id"], str(c)]
-                                                       for e, c in zip(examples, expected)]
+                                                        for e, c in zip(examples, expected)]
     gold = [e["label"] for e in examples]
     assert result["accuracy"] == pytest.approx(100 * accuracy_score(gold, expected))
     if task == "race":

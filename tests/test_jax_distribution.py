@@ -13,10 +13,10 @@ import os
 import numpy as np
 import pytest
 
-from zoo_tasks import runs
 from tests.harness import run_in_backend
 from zoo import config as config_lib
 from zoo import training
+from zoo_tasks import runs
 
 # XLA:CPU aborts the process when the devices of a collective (the gradient all-reduce) arrive
 # more than 40 s apart. The devices are threads of one process here, and on 2 busy cores (the

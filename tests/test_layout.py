@@ -1,6 +1,7 @@
 """The house rules of the tree: imports run zoo_cli/ -> zoo_tasks/ -> zoo/, files stay small, a
-module uses only the public names of another, modules import each other without a cycle,
-and an import inside a function says why it is there. The measurement lab, zoo_benchmarks/, sits
+module uses only the public names of another, modules import each other without a cycle, an
+import inside a function says why it is there, a class name is defined once, and imports are in
+isort's order with the project's packages last. The measurement lab, zoo_benchmarks/, sits
 beside the product: it imports zoo and zoo_tasks, the installed packages never import it (the
 wheel does not ship it), and its modules keep the same rules.
 
@@ -10,8 +11,13 @@ package.
 """
 
 import ast
+import doctest
 import os
+import subprocess
+import sys
+import tomllib
 
+import pycodestyle
 import pytest
 
 from tests.harness import REPO
@@ -50,7 +56,7 @@ def _imported(path):
                 yield node.lineno, node.module.split(".")[0]
 
 
-def test_imports_run_from_tools_to_tasks_to_zoo():
+def test_imports_run_from_cli_to_tasks_to_zoo():
     wrong = []
     for path in _modules():
         layer = LAYERS[path.split(os.sep)[0]]
@@ -69,7 +75,7 @@ def test_the_import_check_sees_lazy_and_relative_imports(tmp_path, monkeypatch):
     assert sorted(_imported(os.path.join("zoo", "sub", "m.py"))) == [
         (2, "zoo_tasks"), (3, "zoo"), (4, "zoo")]
     with pytest.raises(AssertionError, match=r"zoo/sub/m.py:2 imports zoo_tasks"):
-        test_imports_run_from_tools_to_tasks_to_zoo()
+        test_imports_run_from_cli_to_tasks_to_zoo()
 
 
 def _lab_imports():
@@ -112,7 +118,7 @@ def test_every_module_opens_with_what_it_owns():
     assert not missing, "modules without an opening docstring:\n" + "\n".join(missing)
 
 
-def test_no_library_task_or_tool_file_is_over_500_lines():
+def test_no_module_is_over_500_lines():
     long = []
     for path in _modules():
         with open(os.path.join(REPO, path), encoding="utf-8") as file:
@@ -310,3 +316,129 @@ def test_the_library_calls_a_task_only_through_its_contract():
                     isinstance(node.value, ast.Name) and node.value.id == "task":
                 found.append(f"{path}:{node.lineno} task.__dict__")
     assert not found, "tasks probed outside the contract:\n" + "\n".join(found)
+
+
+# === One name, one class; imports in order ===
+
+
+def _class_definitions():
+    """{class name: ["path:line", ...]} of every class defined in the packages and the lab."""
+    found = {}
+    for path in _modules():
+        with open(os.path.join(REPO, path), encoding="utf-8") as file:
+            tree = ast.parse(file.read(), path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(f"{path}:{node.lineno}")
+    return found
+
+
+def test_no_class_name_is_defined_twice():
+    """A class name means one class: a second class of the same name (a task's `Config` beside
+    the library's, two `Report`s) makes an import or a traceback ambiguous. A deprecated name
+    is an alias (`Old = New`), not a class."""
+    twice = {name: places for name, places in _class_definitions().items() if len(places) > 1}
+    assert not twice, "class names defined more than once:\n" + "\n".join(
+        f"{name}: {', '.join(places)}" for name, places in sorted(twice.items()))
+
+
+def test_the_class_check_sees_nested_classes(tmp_path, monkeypatch):
+    for path, text in (("zoo/a.py", "class Report:\n    pass\n"),
+                       ("zoo_tasks/b.py", "def f():\n    class Report:\n        pass\n"),
+                       ("zoo_cli/c.py", "Report = 1\n")):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    monkeypatch.setattr("tests.test_layout.REPO", str(tmp_path))
+    assert _class_definitions() == {"Report": [os.path.join("zoo", "a.py") + ":1",
+                                               os.path.join("zoo_tasks", "b.py") + ":2"]}
+    with pytest.raises(AssertionError, match="Report: zoo/a.py:1, zoo_tasks/b.py:2"):
+        test_no_class_name_is_defined_twice()
+
+
+def _ruff_import_order(folder):
+    """ruff's isort rules (I) over `folder` with the project's settings: (exit code, output)."""
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--select", "I",
+                           "--config", os.path.join(REPO, "pyproject.toml"),
+                           "--output-format", "concise", "--no-cache", folder],
+                          capture_output=True, text=True, cwd=REPO)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_imports_are_in_isort_order_with_the_project_last():
+    """Standard library, third party, then the project's packages (`make lint` runs the same
+    rules over the whole tree): every top-level package of the repository is first-party."""
+    with open(os.path.join(REPO, "pyproject.toml"), "rb") as file:
+        settings = tomllib.load(file)["tool"]["ruff"]["lint"]
+    assert "I" in settings["select"]
+    assert sorted(settings["isort"]["known-first-party"]) == sorted([*LAYERS, "tests"])
+    code, output = _ruff_import_order(REPO)
+    assert code == 0, output
+
+
+def test_the_import_order_check_fails_on_the_project_before_a_library(tmp_path):
+    (tmp_path / "m.py").write_text('"""m."""\n\nimport zoo_tasks\nfrom zoo import files\n'
+                                   'import numpy\n')
+    code, output = _ruff_import_order(str(tmp_path))
+    assert code == 1 and "I001" in output, output
+
+
+# pycodestyle's continuation-line rules (`make lint` runs them over the code): a line that
+# continues a bracket lines up with it.
+CONTINUATION_RULES = ("E127", "E128", "E131")
+
+
+def _misaligned_examples(path):
+    """["path:line rule text"] of the continuation lines of the docstring examples in the
+    module at `path` (repo-relative) that pycodestyle's CONTINUATION_RULES reject."""
+    with open(os.path.join(REPO, path), encoding="utf-8") as file:
+        tree = ast.parse(file.read(), path)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                 ast.AsyncFunctionDef)) or not ast.get_docstring(node):
+            continue
+        docstring = node.body[0].value
+        for example in doctest.DocTestParser().get_examples(ast.get_docstring(node, False)):
+            if example.source.count("\n") < 2:
+                continue
+            report = _Collect(pycodestyle.StyleGuide(select=CONTINUATION_RULES,
+                                                     max_line_length=200).options)
+            pycodestyle.Checker(lines=example.source.splitlines(True), report=report,
+                                options=report.options).check_all()
+            found += [f"{path}:{docstring.lineno + example.lineno + line - 1} {text}"
+                      for line, text in report.found]
+    return found
+
+
+class _Collect(pycodestyle.StandardReport):
+    """A pycodestyle report that keeps (line, "code text") instead of printing."""
+
+    def __init__(self, options):
+        super().__init__(options)
+        self.options, self.found = options, []
+
+    def error(self, line_number, offset, text, check):
+        code = super().error(line_number, offset, text, check)
+        if code:
+            self.found.append((line_number, text))
+        return code
+
+
+def test_docstring_examples_line_up_their_continuation_lines():
+    """`>>>` examples are code too: their `...` lines line up with the bracket they continue,
+    as `make lint` checks in the code (E127, E128, E131)."""
+    found = [line for path in _modules() for line in _misaligned_examples(path)]
+    assert not found, "docstring examples with misaligned continuation lines:\n" + "\n".join(
+        found)
+
+
+def test_the_example_check_finds_a_misaligned_line(tmp_path, monkeypatch):
+    (tmp_path / "zoo").mkdir()
+    (tmp_path / "zoo" / "m.py").write_text(
+        'def f():\n    """F.\n\n    Examples:\n        >>> f({"a": 1,\n        ...  "b": 2},\n'
+        '        ... 3)\n    """\n')
+    monkeypatch.setattr("tests.test_layout.REPO", str(tmp_path))
+    assert _misaligned_examples(os.path.join("zoo", "m.py")) == [
+        os.path.join("zoo", "m.py") + ":6 E128 continuation line under-indented for visual "
+        "indent", os.path.join("zoo", "m.py") + ":7 E128 continuation line under-indented for "
+        "visual indent"]

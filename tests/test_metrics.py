@@ -10,10 +10,10 @@ import pytest
 from scipy import stats
 from sklearn import metrics as sk
 
-from zoo_cli import main as cli
 from zoo.data import BENCHMARKS, read_examples
 from zoo.data.samples import LAYOUT, write_samples
 from zoo.metrics import METRICS, compute, read_predictions, write_predictions
+from zoo_cli import main as cli
 
 
 @pytest.fixture(scope="module")
@@ -54,12 +54,25 @@ def test_main_metric_comes_first():
 
 
 def test_the_former_module_names_still_import():
-    # Deprecated names (CHANGELOG): zoo.metrics.squad, .conll and .token_classification.
-    from zoo.metrics import conll, span_qa, squad, tagging, token_classification
+    # Deprecated names (CHANGELOG): zoo.metrics.squad, .conll, .token_classification, .choices
+    # and .images.
+    from zoo.metrics import (
+        choices,
+        conll,
+        image_classification,
+        images,
+        multiple_choice,
+        span_qa,
+        squad,
+        tagging,
+        token_classification,
+    )
 
     assert squad.squad_v2 is span_qa.squad_v2
     assert conll.score_conll is tagging.score_conll
     assert token_classification.score_token_classification is tagging.score_token_classification
+    assert choices.score_choices is multiple_choice.score_choices
+    assert images.score_image_folder is image_classification.score_image_folder
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -25,8 +25,8 @@ import pytest
 
 from tests.harness import REPO
 from tests.test_training import mrpc
-from zoo_cli.main import main as cli
 from zoo.training import backups
+from zoo_cli.main import main as cli
 
 SETTINGS = ["train.steps=12", "train.eval_every=4", "train.optimizer=sgd",
             "train.learning_rate=0.1", "train.weight_decay=0", "model.dropout=0",

@@ -20,13 +20,13 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score
 
-from zoo_tasks import runs
 from tests.test_training import TINY, WIDE
-from zoo_cli.main import main as cli
 from zoo import config as config_lib
 from zoo import metrics
 from zoo.data import DataError, read_examples
 from zoo.data.samples import LAYOUT
+from zoo_cli.main import main as cli
+from zoo_tasks import runs
 
 ALL_STYLES = os.environ.get("ZOO_ALL_STYLES") == "1"
 CI_STYLE = {"swag": "gpt1", "race": "bert", "story_cloze": "bert"}
@@ -114,7 +114,7 @@ def test_task_trains_beats_chance_and_score_agrees(sample_data, tmp_path, capsys
 def _converted_run_answers_alike(run_dir, out, predicted, examples):
     """`zoo convert RUN OUT --to hf` (issue 20): transformers' BertForMultipleChoice gives
     the run's logits on the dev examples and picks the choices `zoo evaluate` picked (whose
-    answers the export serves: test_export_mc.py). transformers has no multiple-choice
+    answers the export serves: test_multiple_choice_export.py). transformers has no multiple-choice
     pipeline, so the model is called on the task's own packing."""
     import torch
     import transformers

@@ -13,8 +13,7 @@ import pytest
 
 import zoo
 from tests.harness import BACKENDS, run_in_backend
-from zoo.optimization import (SCHEDULES, WarmupCosineDecay, WarmupLinearDecay,
-                              build_optimizer)
+from zoo.optimization import SCHEDULES, WarmupCosineDecay, WarmupLinearDecay, build_optimizer
 
 
 def linear_reference(learning_rate, total, warmup, step):
@@ -240,7 +239,7 @@ def expected_no_decay_paths(model):
 
 def bert_pretraining():
     backbone = zoo.models.create("bert_tiny", num_layers=1, vocabulary_size=50)
-    return zoo.convert.BertPretrainingModel(backbone)
+    return zoo.convert.BertForPreTraining(backbone)
 
 
 # family: (build, no-decay count, decayed count, some variables that must not decay). BERT with

@@ -49,7 +49,7 @@ def test_runtime_requirements_are_ranges_that_hold_the_pinned_and_installed_vers
             assert "==" not in operators and "<" in operators, requirement  # a range
         assert name in pins, f"constraints.txt pins no {name}"
         assert requirement.specifier.contains(pins[name], prereleases=True), (requirement,
-                                                                               pins[name])
+                                                                              pins[name])
     for name, version in pins.items():  # what the tests run with is the pinned set
         installed = Version(metadata.version(name))
         assert Version(installed.public) == version, (name, installed, version)

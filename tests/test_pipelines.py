@@ -13,11 +13,11 @@ import pytest
 import tensorflow as tf
 
 from tests.data_fixtures import WORDS, random_sentence, wordpiece, write_corpus, write_vocab
-from zoo.data.causal_lm import causal_lm_dataset
-from zoo.data.images import image_dataset
-from zoo.data.tagging import align_tokens, ner_dataset
+from zoo.data.image_classification import image_dataset
+from zoo.data.pretraining.causal_lm import causal_lm_dataset
 from zoo.data.readers import CONLL_TAGS
-from zoo.data.span_qa import squad_dataset, squad_windows
+from zoo.data.span_qa import span_qa_dataset, span_qa_windows
+from zoo.data.tagging import align_tokens, tagging_dataset
 
 
 @pytest.fixture(scope="module")
@@ -93,10 +93,10 @@ def squad_examples(num, seed):
 
 
 @pytest.mark.parametrize("max_sequence_length,doc_stride", [(48, 16), (64, 7), (384, 128)])
-def test_squad_windows_match_transformers(tokenizer, hf_tokenizer, max_sequence_length,
-                                          doc_stride):
+def test_span_qa_windows_match_transformers(tokenizer, hf_tokenizer, max_sequence_length,
+                                            doc_stride):
     examples = squad_examples(150, seed=max_sequence_length)
-    windows = squad_windows(examples, tokenizer, max_sequence_length, doc_stride)
+    windows = span_qa_windows(examples, tokenizer, max_sequence_length, doc_stride)
     rows = {}
     for row, index in enumerate(windows["example_index"]):
         rows.setdefault(int(index), []).append(row)
@@ -166,7 +166,7 @@ def test_squad_long_context_and_query_truncation(tokenizer, hf_tokenizer):
     start = len(" ".join(words[:700])) + 1
     example = {"id": "long", "question": " ".join(["who"] * 100) + "?", "context": context,
                "answers": [{"text": words[700], "answer_start": start}], "is_impossible": False}
-    windows = squad_windows([example], tokenizer)  # 384 / 128 / 64
+    windows = span_qa_windows([example], tokenizer)  # 384 / 128 / 64
     hf = hf_tokenizer(context, add_special_tokens=False, return_offsets_mapping=True)
     spans = run_squad_doc_spans(len(hf["input_ids"]), 384 - 64 - 3, 128)
     assert len(windows["token_ids"]) == len(spans) > 3
@@ -181,7 +181,7 @@ def test_squad_long_context_and_query_truncation(tokenizer, hf_tokenizer):
         chars = windows["offsets"][row]
         s, e = windows["start_positions"][row], windows["end_positions"][row]
         assert context[chars[s, 0]:chars[e, 1]] == words[700]
-    ds = squad_dataset(windows, batch_size=2)
+    ds = span_qa_dataset(windows, batch_size=2)
     x, y = next(iter(ds))
     assert set(x) == {"token_ids", "segment_ids", "padding_mask"}
     assert set(y) == {"start_positions", "end_positions"}
@@ -194,13 +194,13 @@ def test_squad_answer_overlapping_no_token_raises(tokenizer):
     example = {"id": "blank", "question": "Who?", "context": "Ann  did.",
                "answers": [{"text": " ", "answer_start": 4}]}
     with pytest.raises(ValueError, match="'blank'.*overlaps no context token"):
-        squad_windows([example], tokenizer, 32)
+        span_qa_windows([example], tokenizer, 32)
 
 
 def test_squad_context_without_tokens_raises(tokenizer):
     example = {"id": "empty", "question": "Who?", "context": "   ", "answers": []}
     with pytest.raises(ValueError, match="'empty'.*context tokenizes to no tokens"):
-        squad_windows([example], tokenizer, 32)
+        span_qa_windows([example], tokenizer, 32)
 
 
 # === CoNLL NER ===
@@ -222,8 +222,8 @@ def test_ner_alignment_matches_transformers_word_ids(tokenizer, hf_tokenizer,
         example["tags"] = example["tags"][:len(example["words"])]
     words = tf.ragged.constant([e["words"] for e in examples])
     aligned = {k: v.numpy() for k, v in align_tokens(words, tokenizer, max_sequence_length).items()}
-    ds = ner_dataset(examples, tokenizer, CONLL_TAGS, batch_size=16,
-                     max_sequence_length=max_sequence_length, with_word_ids=True)
+    ds = tagging_dataset(examples, tokenizer, CONLL_TAGS, batch_size=16,
+                         max_sequence_length=max_sequence_length, with_word_ids=True)
     batches = list(ds)
     word_ids = np.concatenate([x["word_ids"].numpy() for x, _, _ in batches])
     labels = np.concatenate([y.numpy() for _, y, _ in batches])
@@ -256,12 +256,12 @@ def test_ner_alignment_matches_transformers_word_ids(tokenizer, hf_tokenizer,
     assert without_tokens > 0 and cut > (10 if max_sequence_length == 12 else -1)
 
 
-def test_ner_dataset_reports_words_without_labels(tokenizer, caplog):
+def test_tagging_dataset_reports_words_without_labels(tokenizer, caplog):
     examples = [{"words": ["EU", "\u00ad", "rejects"], "tags": ["B-ORG", "O", "O"]},
                 {"words": ["a"] * 10, "tags": ["O"] * 10}]
     with caplog.at_level(logging.WARNING, logger="zoo.data"):
-        ds = ner_dataset(examples, tokenizer, CONLL_TAGS, 4, max_sequence_length=8,
-                         with_word_ids=True)
+        ds = tagging_dataset(examples, tokenizer, CONLL_TAGS, 4, max_sequence_length=8,
+                             with_word_ids=True)
     assert (ds.report.words, ds.report.words_without_tokens, ds.report.words_truncated) == (
         13, 1, 4)
     assert "5 of 13 words in 2 sentences have no labelled token" in caplog.text
@@ -271,21 +271,34 @@ def test_ner_dataset_reports_words_without_labels(tokenizer, caplog):
     assert x["word_ids"].numpy()[1][weights.numpy()[1] > 0].tolist() == list(range(6))
     with caplog.at_level(logging.WARNING, logger="zoo.data"):
         caplog.clear()
-        ds = ner_dataset([{"words": ["EU"], "tags": ["O"]}], tokenizer, CONLL_TAGS, 4)
+        ds = tagging_dataset([{"words": ["EU"], "tags": ["O"]}], tokenizer, CONLL_TAGS, 4)
     assert ds.report.words_unlabelled == 0 and not caplog.text
 
 
-def test_ner_dataset_empty_sentence(tokenizer):
-    (x, y, weights), = ner_dataset([{"words": [], "tags": []}], tokenizer, CONLL_TAGS, 4, 8)
+def test_the_former_pipeline_names_still_import():
+    """Deprecated (CHANGELOG): zoo.data's squad_windows, squad_dataset and ner_dataset."""
+    import zoo.data
+    from zoo.data import span_qa, tagging
+
+    assert zoo.data.squad_windows is span_qa.squad_windows is span_qa_windows
+    assert zoo.data.squad_dataset is span_qa.squad_dataset is span_qa_dataset
+    assert zoo.data.ner_dataset is tagging.ner_dataset is tagging_dataset
+    assert span_qa.squad_windows_graph is span_qa.span_qa_windows_graph
+    assert (zoo.data.span_qa_windows, zoo.data.span_qa_dataset, zoo.data.tagging_dataset) == (
+        span_qa_windows, span_qa_dataset, tagging_dataset)
+
+
+def test_tagging_dataset_empty_sentence(tokenizer):
+    (x, y, weights), = tagging_dataset([{"words": [], "tags": []}], tokenizer, CONLL_TAGS, 4, 8)
     assert x["token_ids"].numpy().tolist() == [[2, 3, 0, 0, 0, 0, 0, 0]]
     assert not y.numpy().any() and not weights.numpy().any()
 
 
-def test_ner_dataset_checks_tags(tokenizer):
+def test_tagging_dataset_checks_tags(tokenizer):
     with pytest.raises(ValueError, match="example 0: tags \\['B-XYZ'\\] not in label_names"):
-        ner_dataset([{"words": ["a"], "tags": ["B-XYZ"]}], tokenizer, CONLL_TAGS, 4)
+        tagging_dataset([{"words": ["a"], "tags": ["B-XYZ"]}], tokenizer, CONLL_TAGS, 4)
     with pytest.raises(ValueError, match="example 0: 2 words but 1 tags"):
-        ner_dataset([{"words": ["a", "b"], "tags": ["O"]}], tokenizer, CONLL_TAGS, 4)
+        tagging_dataset([{"words": ["a", "b"], "tags": ["O"]}], tokenizer, CONLL_TAGS, 4)
 
 
 # === Images ===
@@ -388,8 +401,8 @@ def test_every_pipeline_prefetches_without_the_autotuning_model(tmp_path):
                ("token_ids", "segment_ids", "padding_mask")}
     windows.update(start_positions=np.zeros([2], "int32"), end_positions=np.zeros([2], "int32"))
     pipelines = {
-        "squad": squad_dataset(windows, batch_size=2),
-        "ner": ner_dataset([{"words": ["EU"], "tags": ["B-ORG"]}], tokenizer, CONLL_TAGS, 4, 8),
+        "squad": span_qa_dataset(windows, batch_size=2),
+        "ner": tagging_dataset([{"words": ["EU"], "tags": ["B-ORG"]}], tokenizer, CONLL_TAGS, 4, 8),
         "images": image_dataset([{"path": str(image), "label": 0}], 4, 1),
         "causal_lm": causal_lm_dataset(["the cat sat"] * 8, tokenizer, 4, 2),
     }

@@ -9,10 +9,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.data_fixtures import write_corpus, write_vocab, wordpiece
+from tests.data_fixtures import wordpiece, write_corpus, write_vocab
 from zoo import training
-from zoo.data.pretraining import (create_instances, mask_tokens, pretraining_dataset,
-                                  write_pretraining_data)
+from zoo.data.pretraining import (
+    create_instances,
+    mask_tokens,
+    pretraining_dataset,
+    write_pretraining_data,
+)
 
 PAD, CLS, SEP, MASK = 0, 2, 3, 4  # ids in tests.data_fixtures.VOCAB
 
@@ -281,8 +285,8 @@ def test_zoo_data_pretrain_command(tmp_path):
 
 
 def test_zoo_data_pretrain_reads_and_writes_a_remote_filesystem(tmp_path):
-    from zoo_cli.main import main
     from zoo import files
+    from zoo_cli.main import main
 
     base = f"ram://pretrain_{os.getpid()}_{tmp_path.name}"
     local_corpus = write_corpus(str(tmp_path / "corpus.txt"), 12)
@@ -594,7 +598,7 @@ def test_a_resumed_pipeline_skips_whole_steps(sample_data, tmp_path):
         f"data.dir={tmp_path}", "train.batch_size=8",
         "data.phases=[{sequence_length: 32, fraction: 1.0}]"])
     task = zoo_tasks.create(config.task, config)
-    [phase] = task.phases(training.Schedule(config.train, task.steps_per_epoch()))
+    [phase] = task.phases(training.StepCounts(config.train, task.steps_per_epoch()))
     pipeline = context(0, 1, 2)
     uninterrupted = [batch for batch in phase.dataset(0, input_context=pipeline).take(8)]
     resumed = next(iter(phase.dataset(3, input_context=pipeline)))

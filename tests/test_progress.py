@@ -4,8 +4,8 @@ redraws; a bar on a terminal."""
 import io
 import time
 
-from zoo_cli.main import main as cli
 from zoo import progress
+from zoo_cli.main import main as cli
 
 
 def test_off_a_terminal_progress_is_a_line_every_interval(monkeypatch):

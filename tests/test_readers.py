@@ -603,7 +603,7 @@ def test_image_folder_errors(tmp_path):
         read("image_folder", tmp_path / "train")
     examples = read_examples("image_folder", tmp_path / "train", skip_bad_rows=True)
     assert [(os.path.basename(e["path"]), e["label"]) for e in examples] == [("a.png", 0),
-                                                                            ("b.jpg", 1)]
+                                                                             ("b.jpg", 1)]
     assert str(examples.report) == (
         "skipped 4 bad rows in train: 1 file outside a class folder (README), 2 not an image "
         "(cat/notes.txt, dog/c.jpg), 1 empty class folder (emu)")
@@ -692,7 +692,7 @@ VALID = {  # task -> a valid file from the tests above, to mutate
         {"text": "Denver Broncos", "answer_start": 4}]}], "v2.0"),
     "race": race_file(),
     "glue/mnli": MNLI_COLUMNS + "\tlabel1\tgold_label\n" + f"0\t1\t1n\tg\t{MNLI_PARSES}\ta\tb"
-                 "\tneutral\tneutral\n",
+    "\tneutral\tneutral\n",
 }
 
 
@@ -863,7 +863,7 @@ def test_conll_sentences_round_trip(sentences):
 # The two-column `word tag` copies of CoNLL-2003 found in public repositories: each variant
 # written out by hand, with the words and IOB2 tags a reader must give.
 TWO_COLUMN_WORDS = [["EU", "rejects", "German", "call"], ["Peter", "Blackburn", "Paris",
-                                                           "London"]]
+                                                          "London"]]
 TWO_COLUMN_IOB2 = [["B-ORG", "O", "B-MISC", "O"], ["B-PER", "I-PER", "B-LOC", "B-LOC"]]
 
 

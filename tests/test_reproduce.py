@@ -15,11 +15,11 @@ import sys
 import pytest
 import yaml
 
+from tests.harness import REPO, wait_for_backup
+from zoo import config as config_lib
+from zoo_cli.main import main as cli
 from zoo_tasks import reproduce
 from zoo_tasks.reproduce import run as run_lib
-from tests.harness import REPO, wait_for_backup
-from zoo_cli.main import main as cli
-from zoo import config as config_lib
 
 
 def test_every_table_parses_and_names_existing_experiments_and_keys():

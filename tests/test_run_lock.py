@@ -17,8 +17,8 @@ import time
 import pytest
 
 from tests.test_training import mrpc, zoo_train
-from zoo_cli.main import main as cli
 from zoo.training import run_lock
+from zoo_cli.main import main as cli
 
 
 def _command(sample_data, run_dir, *overrides):

@@ -12,9 +12,9 @@ import sys
 import numpy as np
 import pytest
 
-from zoo_cli.main import main
 from zoo.data import BENCHMARKS, read_examples
 from zoo.data.samples import CORPUS, FIRST, KINDS, LAST, LAYOUT, MANIFEST, write_samples
+from zoo_cli.main import main
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -13,12 +13,12 @@ import shutil
 import numpy as np
 import pytest
 
-from zoo_tasks.runs import train as train_run
 from tests.test_training import WIDE
 from zoo import config as config_lib
 from zoo.data import DataError
 from zoo.data.samples import LAYOUT
 from zoo.metrics import span_qa as span_qa_metrics
+from zoo_tasks.runs import train as train_run
 
 # Measured at learning rate 1e-3 with train.seed 0 / 1 / 2: v2.0 best_f1 41.4 / 44.2 / 36.1
 # (empty-answer baseline 18.2), v1.1 F1 36.0 / - / 32.3 (baseline 0). At 2e-3 v2.0 varied
@@ -138,9 +138,9 @@ def test_training_stream_resumes_exactly_and_gpt_is_refused(sample_data):
 
 
 def test_best_span_over_two_windows_maps_back_to_the_context():
-    from zoo_tasks.span_qa import best_spans
-    from zoo.data.span_qa import squad_windows
+    from zoo.data.span_qa import span_qa_windows
     from zoo.tokenizers import WordPieceTokenizer
+    from zoo_tasks.span_qa import best_spans
 
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "?", "zoe", "met", "renee",
              "in", "krak", "##ow", "and", "then", "left", "."]
@@ -152,8 +152,8 @@ def test_best_span_over_two_windows_maps_back_to_the_context():
     # tokens, so a 12-token window holds 12 - 2 - 3 = 7 context tokens. Windows start at 0 and
     # 3 (0 + 7 < 10, 3 + 7 = 10 reaches the end): w0 = tokens 0-6, w1 = tokens 3-9, each at
     # positions 4-10 after [CLS] who ? [SEP].
-    windows = squad_windows([example], tokenizer, max_sequence_length=12, doc_stride=3,
-                            max_query_length=64)
+    windows = span_qa_windows([example], tokenizer, max_sequence_length=12, doc_stride=3,
+                              max_query_length=64)
     ids = {t: i for i, t in enumerate(vocab)}
     expected = [["zoe", "met", "renee", "in", "krak", "##ow", "and"],
                 ["in", "krak", "##ow", "and", "then", "left", "."]]
@@ -249,11 +249,11 @@ def test_squad_v2_threshold_search_keeps_all_unanswered_and_forces_empty_above_o
     # Start: n1 answered "y" but counted as unanswered: 1; n1 (0.1) -1 -> 0; a1 (0.2) wrong
     # answer +0 -> 0. Nothing beats 1: best 1 of 2 = 50 at the initial threshold 0.0.
     result = span_qa_metrics.squad_v2({"n1": [], "a1": ["x"]}, {"n1": "y", "a1": "z"},
-                                    {"n1": 0.1, "a1": 0.2})
+                                      {"n1": 0.1, "a1": 0.2})
     assert (result["best_f1"], result["best_f1_thresh"]) == (50.0, 0.0)
     # A no-answer score above 1.0 turns "y" into "": n1 right, EM and F1 1 of 2.
     result = span_qa_metrics.squad_v2({"n1": [], "a1": ["x"]}, {"n1": "y", "a1": "z"},
-                                    {"n1": 1.5, "a1": 0.2})
+                                      {"n1": 1.5, "a1": 0.2})
     assert (result["exact"], result["f1"]) == (50.0, 50.0)
 
 

@@ -3,7 +3,8 @@
 A tiny run per task (tests/test_span_qa.py's settings at TINY's 64 wide, shorter windows so
 that many sample contexts span several windows) is exported once; a fresh process that imports
 only tensorflow and tensorflow_text answers the sample dev questions, and the answers must equal
-the Python pipeline's (`SpanQATask.predict`: squad_windows + best_spans, with τ for v2.0) exactly.
+the Python pipeline's (`SpanQATask.predict`: span_qa_windows + best_spans, with τ for v2.0)
+exactly.
 """
 
 import json
@@ -11,18 +12,18 @@ import json
 import numpy as np
 import pytest
 
-from zoo_tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_span_qa import overrides
 from tests.test_training import TINY
 from zoo import config as config_lib
+from zoo_tasks import runs
 
 # 64-token windows every 24 tokens: most sample contexts need two or more windows.
 SETTINGS = ("data.sequence_length=64", "data.doc_stride=24", "data.max_query_length=16",
             "train.steps=40")
 OUTPUTS = {"answer", "start_char", "end_char", "score"}
 # The bad inputs compared with the Python pipeline (the others it refuses or cannot afford:
-# squad_windows' max-context table of a 100,000-character context takes gigabytes).
+# span_qa_windows' max-context table of a 100,000-character context takes gigabytes).
 COMPARED = ("empty question", "3,000 characters", "invalid UTF-8")
 
 
@@ -43,10 +44,10 @@ def bad_inputs():
 
 
 def python_answer(task, model, inputs, tau):
-    """squad_windows + the model + best_spans + τ on one question (the text decoded as the
+    """span_qa_windows + the model + best_spans + τ on one question (the text decoded as the
     tokenizer reads it: invalid bytes as U+FFFD)."""
+    from zoo.data.span_qa import span_qa_windows
     from zoo_tasks.span_qa import best_spans
-    from zoo.data.span_qa import squad_windows
 
     def text(value):
         return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
@@ -54,8 +55,8 @@ def python_answer(task, model, inputs, tau):
     example = {"id": "q", "question": text(inputs["question"][0]),
                "context": text(inputs["context"][0]), "answers": []}
     data = task.config.data
-    windows = squad_windows([example], task.tokenizer, data.sequence_length, data.doc_stride,
-                            data.max_query_length)
+    windows = span_qa_windows([example], task.tokenizer, data.sequence_length, data.doc_stride,
+                              data.max_query_length)
     logits = model.predict({k: windows[k] for k in ("token_ids", "segment_ids", "padding_mask")},
                            batch_size=256, verbose=0)
     if data.pad_to_multiple_of:  # the documented rule: padding positions get no logit
@@ -301,13 +302,13 @@ def test_bad_input_gives_the_documented_outputs(exports, name):
 
 
 @pytest.mark.parametrize("length,stride,query", [(48, 16, 16), (40, 100, 30)])
-def test_graph_windows_equal_squad_windows(sample_data, length, stride, query):
-    """squad_windows_graph cuts the dev contexts exactly as squad_windows (stride below and
+def test_graph_windows_equal_span_qa_windows(sample_data, length, stride, query):
+    """span_qa_windows_graph cuts the dev contexts exactly as span_qa_windows (stride below and
     above the window; questions cut)."""
     import tensorflow as tf
 
     import zoo_tasks
-    from zoo.data.span_qa import squad_windows_graph
+    from zoo.data.span_qa import span_qa_windows_graph
 
     config = config_lib.resolve("bert/squad_v2", overrides(
         sample_data, f"data.sequence_length={length}", f"data.doc_stride={stride}",
@@ -316,9 +317,9 @@ def test_graph_windows_equal_squad_windows(sample_data, length, stride, query):
     examples, expected = task.examples("dev"), task.windows("dev")
     tok = task.tokenizer
     ids, starts, ends = tok.tokenize_with_offsets(tf.constant([e["context"] for e in examples]))
-    windows = squad_windows_graph(tok(tf.constant([e["question"] for e in examples])), ids,
-                                  starts, ends, length, stride, query, tok.cls_token_id,
-                                  tok.sep_token_id, tok.pad_token_id)
+    windows = span_qa_windows_graph(tok(tf.constant([e["question"] for e in examples])), ids,
+                                    starts, ends, length, stride, query, tok.cls_token_id,
+                                    tok.sep_token_id, tok.pad_token_id)
     assert len(expected["token_ids"]) > 2 * len(examples)
     for key, value in windows.items():
         np.testing.assert_array_equal(value.numpy(), expected[key], err_msg=key)
@@ -333,5 +334,5 @@ def test_tau_is_read_from_the_run_or_zero(sample_data, tmp_path):
     (tmp_path / "null_threshold.json").write_text(json.dumps({"tau": -1.25}))
     assert task.null_threshold(str(tmp_path)) == -1.25
     v1 = zoo_tasks.create("squad_v1", config_lib.resolve("bert/squad_v1", overrides(sample_data)),
-                      check_data=False)
+                          check_data=False)
     assert v1.null_threshold(str(tmp_path)) == 0.0  # v1.1 always answers

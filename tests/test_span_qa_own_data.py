@@ -13,12 +13,12 @@ import shutil
 import pytest
 
 import zoo_tasks
-from zoo_tasks import runs
 from tests.harness import serve_fresh
 from tests.test_training import TINY
-from zoo_cli.main import main as cli
 from zoo import config as config_lib
 from zoo.data.readers.span_qa import squad_version
+from zoo_cli.main import main as cli
+from zoo_tasks import runs
 
 SETTINGS = ["data.sequence_length=64", "data.doc_stride=32", "data.max_query_length=16",
             "train.batch_size=16", "train.learning_rate=1e-3", "train.steps=10"]

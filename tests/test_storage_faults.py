@@ -17,9 +17,9 @@ import sys
 import pytest
 import tensorflow as tf
 
-from zoo_cli.main import main as cli
 from zoo.metrics.predictions import write_predictions
 from zoo.storage import StorageError, storage_message, storage_operation, storage_reason
+from zoo_cli.main import main as cli
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -15,11 +15,11 @@ import pytest
 
 from tests.harness import shared_run
 from tests.test_training import TINY, WIDE
-from zoo_cli.main import main as cli
 from zoo import config as config_lib
 from zoo import models
 from zoo.data.samples import LAYOUT
 from zoo.models.head_models import FEATURES
+from zoo_cli.main import main as cli
 
 ALL_STYLES = os.environ.get("ZOO_ALL_STYLES") == "1"
 # The reduced sweep, in the experiment's order: the embeddings (the weakest row here and in
@@ -50,7 +50,7 @@ def fine_tuned_run(sample_data, tmp_path_factory, worker_id):
 
 
 def test_fine_tuned_ner_beats_all_o_and_zoo_score_reproduces_evaluate(sample_data,
-                                                                       fine_tuned_run, capsys):
+                                                                      fine_tuned_run, capsys):
     run_dir, metrics = fine_tuned_run
     # The all-O baseline finds no entity: F1 0 (conlleval gives 0 when nothing is predicted).
     # Measured at TINY's 64 wide, train.seed 0 / 1: F1 90.0 / 83.5 (100.0 at 128 wide).
@@ -117,7 +117,7 @@ def test_feature_combinations_are_frozen_and_match_numpy(features):
     model.train_on_batch(x, {"logits": np.ones_like(ids)})
     assert all(np.array_equal(b, v.numpy()) for b, v in zip(before, backbone.weights))
     assert not all(np.array_equal(b, v.numpy()) for b, v in zip(head_before,
-                                                                 model.classifier.weights))
+                                                                model.classifier.weights))
     restored = models.BertFeatureTagger.from_config(model.get_config())
     assert restored.features == features and restored.lstm_units == 4
 

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo_tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_tagging import fine_tuned_run, overrides  # noqa: F401  (a fixture)
 from zoo import config as config_lib
 from zoo.data.tagging import align_tokens
+from zoo_tasks import runs
 
 
 def _conll(path, sentences):
@@ -106,7 +106,7 @@ def test_fine_tuned_export_equals_predict(fine_tuned, tmp_path):
 
 
 def test_a_converted_run_tags_like_the_export_in_transformers_pipeline(fine_tuned,
-                                                                      fine_tuned_run, tmp_path):
+                                                                       fine_tuned_run, tmp_path):
     """`zoo convert RUN OUT --to hf` (issue 20): BertForTokenClassification with the tag names
     as id2label gives the run's logits on the dev sentences, and `pipeline("token-
     classification")` on their raw text tags each word's first sub-token as `predict` does

@@ -13,13 +13,13 @@ import os
 import pytest
 
 import zoo_tasks
-from zoo_tasks import runs
 from tests.harness import serve_fresh
 from tests.test_training import TINY
-from zoo_cli.main import main as cli
 from zoo import config as config_lib
 from zoo.data import read_examples
 from zoo.data.readers import to_iob2
+from zoo_cli.main import main as cli
+from zoo_tasks import runs
 
 TYPES = {"PER": "PERSON", "ORG": "COMPANY", "LOC": "PLACE", "MISC": "OTHER"}
 

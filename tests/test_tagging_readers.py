@@ -10,8 +10,13 @@ from seqeval.metrics.sequence_labeling import get_entities
 
 from zoo import files
 from zoo.data.readers.errors import DataError, Report
-from zoo.data.readers.tagging import (TAG_FORMATS, read_tagged, tag_scheme, tags_format,
-                                     to_iob2_entities)
+from zoo.data.readers.tagging import (
+    TAG_FORMATS,
+    read_tagged,
+    tag_scheme,
+    tags_format,
+    to_iob2_entities,
+)
 
 SENTENCES = [  # words, POS, tags: a user tag set (genes and drugs), non-ASCII words
     (["BRCA1", "mutations", "raise", "risk", "."],

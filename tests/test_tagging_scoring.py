@@ -10,9 +10,9 @@ import random
 import pytest
 from seqeval import metrics as seqeval
 
-from zoo_cli.main import main as cli
 from zoo.data import DataError
 from zoo.metrics import score, tagging
+from zoo_cli.main import main as cli
 
 AWKWARD = [
     # (gold, predicted)

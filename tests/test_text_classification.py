@@ -23,12 +23,12 @@ from scipy import stats
 from sklearn import metrics as sk
 
 import zoo_tasks
-from zoo_tasks import runs
 from tests.harness import REPO, serve_fresh
 from tests.test_training import TINY
-from zoo_cli.main import main as cli
 from zoo import config as config_lib
 from zoo.data import DataError
+from zoo_cli.main import main as cli
+from zoo_tasks import runs
 
 SENTIMENT = {"0": "negative", "1": "positive"}
 

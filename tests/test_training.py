@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 import yaml
 
-from zoo_tasks import runs
 from tests.harness import REPO
 from tests.test_optimization import cosine_reference, linear_reference
-from zoo_cli.main import main as cli
 from zoo import config as config_lib
 from zoo import training
+from zoo_cli.main import main as cli
+from zoo_tasks import runs
 
 # Sizes for tests: a 2-layer BERT 64 wide (bert_tiny's layers at half its width: 2 heads of
 # 32, feed-forward 256) and a GPT-1 of the same size, about twice as fast a step as bert_tiny;
@@ -295,7 +295,7 @@ def fit_on_backend(root, vocabulary):
 
 
 def test_a_non_finite_loss_stops_with_the_step_and_keeps_the_last_good_model(sample_data,
-                                                                            tmp_path):
+                                                                             tmp_path):
     run_dir = tmp_path / "run"
     # A learning rate of 1e30 sends the weights to infinity within a few steps.
     bad = config_lib.resolve("bert/glue_mrpc", mrpc(
@@ -329,7 +329,7 @@ def test_bad_input_fails_before_training_naming_the_culprit(sample_data, tmp_pat
     code, err = train("train.batch_size=0")
     assert code == 1 and "train.batch_size: must be >= 1" in err
     # A checkpoint of the wrong family, and one of another vocabulary size.
-    import zoo  # noqa: F401  (registers the zoo classes)
+    import zoo  # registers the zoo classes
 
     gpt = zoo.models.create("gpt1", num_layers=1, hidden_dim=32, num_heads=2,
                             vocabulary_size=100)
@@ -436,7 +436,7 @@ def test_left_to_right_pretraining_learns(sample_data, tmp_path, family, capsys)
 
 
 def test_seeds_report_mean_and_std_and_feed_the_hparams_dashboard(sample_data, tmp_path,
-                                                                   capsys):
+                                                                  capsys):
     run_dir = tmp_path / "seeds"
     args = ["train", "--experiment", "bert/glue_sst2", "--run-dir", str(run_dir),
             "--seeds", "2"]
@@ -475,7 +475,7 @@ def test_seeds_report_mean_and_std_and_feed_the_hparams_dashboard(sample_data, t
 
 
 def test_a_sweep_trains_one_run_per_value_and_writes_the_table(sample_data, tmp_path,
-                                                                 capsys):
+                                                               capsys):
     run_dir = tmp_path / "sweep"
     experiment = tmp_path / "sweep.yaml"
     experiment.write_text("task: glue/sst2\nsweep: {train.learning_rate: [0.001, 0.0]}\n")
@@ -585,7 +585,7 @@ def test_dynamic_padding_keeps_the_answers_and_bounds_the_traced_shapes(sample_d
     from zoo_tasks.base import inference_model
 
     logits = [inference_model(model).predict(t.dataset("dev").map(lambda x, *_: x),
-                                              verbose=0)["logits"] for t in (padded, bucketed)]
+                                             verbose=0)["logits"] for t in (padded, bucketed)]
     np.testing.assert_allclose(logits[1], logits[0], atol=1e-5)
     # Shapes, hence XLA compilations (train.jit_compile), are bounded by the buckets: 64 / 4.
     assert len(widths) <= 64 // 4

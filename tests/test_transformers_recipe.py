@@ -26,9 +26,9 @@ transformers = pytest.importorskip("transformers")
 import keras  # noqa: E402
 
 import zoo_tasks  # noqa: E402
-from zoo_benchmarks import transformers_recipe as recipe  # noqa: E402
 from zoo import config as config_lib  # noqa: E402
 from zoo import convert  # noqa: E402
+from zoo_benchmarks import transformers_recipe as recipe  # noqa: E402
 
 STEPS, WARMUP = 30, 5
 RECIPE = ["train.steps=30", "train.warmup_steps=5", "train.learning_rate=1e-3",

@@ -86,7 +86,7 @@ class _GFileRaw(io.RawIOBase):
         super().close()
 
 
-def open(path, mode="r", encoding="utf-8", errors="strict", newline=None):  # noqa: A001
+def open(path, mode="r", encoding="utf-8", errors="strict", newline=None):
     """`builtins.open` for local paths; for remote ones a GFile with the same interface
     (text decoded with `encoding` and `errors`, universal newlines as `open` has them)."""
     path = os.fspath(path)
@@ -253,7 +253,7 @@ def remove_quietly(directory):
     try:
         if exists(directory):
             rmtree(directory)
-    except Exception:  # noqa: BLE001 - best-effort cleanup: OSError or tf.errors.OpError
+    except Exception:  # best-effort cleanup: OSError or tf.errors.OpError
         pass
 
 

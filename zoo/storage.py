@@ -197,7 +197,7 @@ def storage_operation(operation, path):
         yield
     except StorageError:
         raise
-    except Exception as error:  # noqa: BLE001 - OSError, tf.errors.OpError, h5py's RuntimeError
+    except Exception as error:  # OSError, tf.errors.OpError, h5py's RuntimeError
         found = storage_reason(error)
         if found is None or (found[0] in _AMBIGUOUS and not _names(error, path)):
             raise

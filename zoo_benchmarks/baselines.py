@@ -18,10 +18,10 @@ import sys
 import time
 
 import zoo_tasks
-from zoo_benchmarks.commands import row_command
 from zoo import files
 from zoo.metrics import text_classification as text_classification_metrics
 from zoo.metrics.predictions import write_predictions
+from zoo_benchmarks.commands import row_command
 
 BASELINES = ("bag_of_words",)
 C_GRID = (0.01, 0.1, 1.0)

@@ -4,11 +4,11 @@ import os
 import tempfile
 import time
 
-from zoo_benchmarks.common import preset_for, target_cell
 import zoo_tasks
 from zoo import config as config_lib
 from zoo.data.samples import LAYOUT, write_samples
 from zoo.tokenizers import train_vocabulary
+from zoo_benchmarks.common import preset_for, target_cell
 
 
 def section_bucketing(args, progress=print):

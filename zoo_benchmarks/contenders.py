@@ -126,7 +126,7 @@ def pretraining_batch(data):
 
 
 def _zoo_pretraining(folder, data, batch, modes):
-    """zoo's BERT pretraining step (`BertPretrainer`, the masked LM task's losses, zoo's AdamW
+    """zoo's BERT pretraining step (`BertMaskedLM`, the masked LM task's losses, zoo's AdamW
     with BERT's recipe) per mode: "mode float32 batch" -> step returning the loss."""
     import json
 
@@ -135,6 +135,7 @@ def _zoo_pretraining(folder, data, batch, modes):
 
     # lazy: loads TensorFlow; the torch worker imports this module
     import zoo
+
     # lazy: as above
     from zoo.optimization import build_optimizer
 
@@ -145,7 +146,7 @@ def _zoo_pretraining(folder, data, batch, modes):
     for mode in modes:
         backbone = getattr(zoo.models, saved["class_name"]).from_config(saved["config"])
         backbone.load_weights(os.path.join(folder, "zoo.weights.h5"))
-        model = zoo.models.BertPretrainer(backbone)
+        model = zoo.models.BertMaskedLM(backbone)
         sparse = keras.losses.SparseCategoricalCrossentropy
         model.compile(
             optimizer=build_optimizer(1e-4, 10_000, 100, model=model),

@@ -17,8 +17,8 @@ import tempfile
 import threading
 import time
 
-from zoo_benchmarks.common import corpus_lines, target_cell
 from zoo.tokenizers.training import train_vocabulary
+from zoo_benchmarks.common import corpus_lines, target_cell
 
 
 def _documents(seed):

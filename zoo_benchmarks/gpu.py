@@ -4,7 +4,7 @@
 
 The same model size, batch and recipe as `zoo benchmark pretrain` (masked LM + NSP at 128
 tokens, 20 masked positions a sequence, AdamW with BERT's decay exclusions, clipping to global
-norm 1, dropout 0.1), in mixed bfloat16 on both sides: zoo's `BertPretrainer` under Keras's
+norm 1, dropout 0.1), in mixed bfloat16 on both sides: zoo's `BertMaskedLM` under Keras's
 `mixed_bfloat16` policy (float32 weights, bfloat16 compute), `train_on_batch` jit-compiled by
 XLA; transformers' `BertForPreTraining` under `torch.autocast(bfloat16)` (float32 weights),
 eager and `torch.compile`, with its own loss (the vocabulary projection at every position) and
@@ -71,7 +71,7 @@ def run_zoo(args):
     # probabilities costs zoo's step (transformers keeps its 0.1).
     backbone = zoo.models.create(args.preset, max_sequence_length=512, **(
         {"attention_dropout": 0.0} if args.variant == "no_attention_dropout" else {}))
-    model = zoo.models.BertPretrainer(backbone)
+    model = zoo.models.BertMaskedLM(backbone)
     sparse = keras.losses.SparseCategoricalCrossentropy
     model.compile(optimizer=build_optimizer(1e-4, 10_000, 100, model=model),
                   loss={"mlm": sparse(from_logits=True, reduction="mean_with_sample_weight"),

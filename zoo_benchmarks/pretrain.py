@@ -17,7 +17,7 @@ def section_pretrain(args, progress=print):
         f"{min(PREDICTIONS, length - 1)} masked positions a sequence and a next-sentence label; "
         "BERT's recipe in both: AdamW lr "
         "1e-4, weight decay 0.01 but not on LayerNorm and biases, clipping to global norm 1, "
-        "dropout 0.1, the exact GELU. zoo: `BertPretrainer` (predicts the masked positions "
+        "dropout 0.1, the exact GELU. zoo: `BertMaskedLM` (predicts the masked positions "
         "only, as run_pretraining.py), `train_on_batch` on TensorFlow without and with XLA, "
         "and JAX jit; transformers: `BertForPreTraining` (the vocabulary projection at every "
         "position, its loss ignoring the others) with `torch.optim.AdamW`, eager and "

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 
+from zoo.files import write_text
 from zoo_benchmarks.bucketing import section_bucketing
 from zoo_benchmarks.common import BACKENDS, FAMILIES
 from zoo_benchmarks.data import section_data
@@ -22,7 +23,6 @@ from zoo_benchmarks.serving import section_serving
 from zoo_benchmarks.tokenizers import section_tokenizers
 from zoo_benchmarks.weights import prepare_in_subprocess
 from zoo_benchmarks.workers import close_pool
-from zoo.files import write_text
 
 
 def _machine():

@@ -5,13 +5,12 @@ import os
 import sys
 import tempfile
 
-from zoo_benchmarks.common import corpus_lines, preset_for, target_cell
 import zoo_tasks
 from zoo import config as config_lib
 from zoo import export, tokenizers
 from zoo.convert import to_huggingface
 from zoo.export import int8
-
+from zoo_benchmarks.common import corpus_lines, preset_for, target_cell
 
 # Each contender runs in its own fresh interpreter, as a server would: in one process,
 # TensorFlow's spinning thread pools cut torch's throughput severalfold. A contender's script

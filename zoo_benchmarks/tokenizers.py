@@ -5,9 +5,9 @@ import statistics
 import tempfile
 import time
 
-from zoo_benchmarks.common import corpus_lines, target_cell
 from zoo import tokenizers
 from zoo.data import prefetched
+from zoo_benchmarks.common import corpus_lines, target_cell
 
 
 def section_tokenizers(args, progress=print):

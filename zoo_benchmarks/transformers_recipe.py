@@ -344,13 +344,13 @@ def finetune(config, run_dir, progress=print, overwrite=False):
 
     # lazy: zoo loads TensorFlow; the torch worker imports this module without it
     from zoo.metrics import text_classification as text_classification_metrics
-    from zoo.training.loop import Schedule  # lazy: as above
+    from zoo.training.loop import StepCounts  # lazy: as above
 
     task, hf = _start(config, run_dir, transformers.BertForSequenceClassification, labels=True,
                       overwrite=overwrite)
     if task.kind != "single":
         raise ValueError("the transformers fine-tuning takes single-label classification")
-    schedule = Schedule(config.train, task.steps_per_epoch())
+    counts = StepCounts(config.train, task.steps_per_epoch())
     gold = task.examples("dev")["label"]
 
     def evaluate(model):
@@ -362,10 +362,10 @@ def finetune(config, run_dir, progress=print, overwrite=False):
 
     def batches(skip):
         return (classification_batch(x, y["logits"]) for x, y, _ in
-                task.dataset("train", repeat=True).take(schedule.total).skip(skip)
+                task.dataset("train", repeat=True).take(counts.total).skip(skip)
                 .as_numpy_iterator())
 
-    history = _train(config, run_dir, hf, batches, schedule.total, schedule.warmup, evaluate,
+    history = _train(config, run_dir, hf, batches, counts.total, counts.warmup, evaluate,
                      progress)
     _finish(run_dir, history)
     return history

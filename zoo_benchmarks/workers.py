@@ -16,8 +16,11 @@ import tempfile
 import time
 
 from zoo_benchmarks.common import FAMILIES, child_environment
-from zoo_benchmarks.contenders import (keras_contenders, onnxruntime_contenders,
-                                        transformers_contenders)
+from zoo_benchmarks.contenders import (
+    keras_contenders,
+    onnxruntime_contenders,
+    transformers_contenders,
+)
 
 _PAUSE = 0.2  # seconds between two timed calls of different workers
 

@@ -28,6 +28,7 @@ import os
 import sys
 
 from zoo_cli import lab
+from zoo_cli.arguments import add_command
 
 # The choices of --families and --backends: the keys of zoo_benchmarks.common.FAMILIES and its
 # BACKENDS (tests/test_benchmark.py holds them equal), named here so that `zoo --help` runs
@@ -48,9 +49,8 @@ def run(args):
 
 
 def register(subparsers):
-    parser = subparsers.add_parser(
-        "benchmark", help="compare speed with keras-hub / transformers / ONNX Runtime",
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = add_command(subparsers, "benchmark",
+                         "compare speed with keras-hub / transformers / ONNX Runtime", __doc__)
     targets = parser.add_subparsers(dest="target", required=True, metavar="TARGET")
     parsers = {}
     for name, help_text in (

@@ -118,7 +118,7 @@ def register(subparsers):
 def run_corpus(args):
     # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo import files
-    from zoo.data.corpus import default_workers, write_corpus  # lazy: as above
+    from zoo.data.pretraining.corpus import default_workers, write_corpus  # lazy: as above
 
     if files.exists(args.out) and not args.overwrite:
         print(f"zoo data corpus: error: {args.out} exists; use --overwrite to replace it",

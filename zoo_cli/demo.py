@@ -60,12 +60,13 @@ def run(args):
         return run_table(args)
     import json
 
-    # lazy: loads TensorFlow; `zoo --help` imports this module
-    from zoo_tasks import runs
     from zoo import config as config_lib  # lazy: as above
     from zoo import files  # lazy: as above
     from zoo.data.samples import LAYOUT, write_samples  # lazy: as above
     from zoo.tokenizers import from_directory, train_vocabulary  # lazy: as above
+
+    # lazy: loads TensorFlow; `zoo --help` imports this module
+    from zoo_tasks import runs
 
     start = time.perf_counter()
     samples = os.path.join(args.out, "samples")
@@ -110,10 +111,11 @@ def export_and_predict(run_dir, base, requests_path):
 
     import keras
 
-    # lazy: loads TensorFlow; `zoo --help` imports this module
-    from zoo_tasks import runs
     from zoo import export, files  # lazy: as above
     from zoo.files import write_text  # lazy: as above
+
+    # lazy: loads TensorFlow; `zoo --help` imports this module
+    from zoo_tasks import runs
 
     print(f"zoo export --run-dir {run_dir} --out {base}")
     if keras.backend.backend() == "tensorflow":
@@ -140,10 +142,9 @@ def export_and_predict(run_dir, base, requests_path):
 def run_table(args):
     import keras
 
-    from zoo.progress import bar as progress_bar  # lazy: `zoo --help` imports this module
-
     # lazy: loads TensorFlow; `zoo --help` imports this module
     import zoo
+    from zoo.progress import bar as progress_bar  # lazy: `zoo --help` imports this module
 
     names = args.models or zoo.models.names()
     rows = []

@@ -47,12 +47,12 @@ def register(subparsers):
 def run(args):
     os.environ["KERAS_BACKEND"] = "tensorflow"  # a graph for TF Serving, whatever trained it
     # lazy: loads TensorFlow; `zoo --help` imports this module
-    from zoo_tasks import runs
     from zoo import export, files  # lazy: as above
+    from zoo_tasks import runs  # lazy: as above
 
     path = runs.export_run(args.run_dir, args.out, args.version, args.checkpoint,
-                         progress=lambda line: print(f"export: {line}", flush=True),
-                         mixed_precision=args.mixed_precision, quantize=args.quantize)
+                           progress=lambda line: print(f"export: {line}", flush=True),
+                           mixed_precision=args.mixed_precision, quantize=args.quantize)
     with files.open(os.path.join(path, export.METADATA), encoding="utf-8") as file:
         metadata = json.load(file)
     print(f"exported {metadata['task']} to {path}")

@@ -90,7 +90,7 @@ def main(argv=None):
     elif unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     with quiet_stderr_fd():
-        import tensorflow  # noqa: F401  (loaded here so its start-up lines are not shown)
+        import tensorflow  # loaded here, so that its start-up lines are not shown
     # lazy: loads Keras, after TensorFlow's start-up lines are hidden
     from zoo.training.preemption import Interrupted
     try:

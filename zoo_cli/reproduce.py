@@ -17,42 +17,37 @@ A baseline or transformers row (bert/imdb) is trained by the repository's zoo_be
 from a clone of the repository, not from an installed wheel.
 """
 
-import argparse
 import os
 import sys
 
 from zoo_cli import lab
+from zoo_cli.arguments import add_command, add_overrides, add_overwrite, add_run_dir
 
 
 def register(subparsers):
-    parser = subparsers.add_parser("reproduce", help="reproduce a paper's table (a grid of "
-                                   "runs) and set our numbers beside the paper's",
-                                   description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = add_command(subparsers, "reproduce", "reproduce a paper's table (a grid of runs) "
+                         "and set our numbers beside the paper's", __doc__, run)
     parser.add_argument("table", nargs="?", help="e.g. gpt1/table5, or a table YAML path")
     parser.add_argument("--list", action="store_true",
                         help="print the tables with their cells and the paper's numbers")
     parser.add_argument("--data-root", help="the data, laid out as `zoo data samples` "
                         "writes it")
-    parser.add_argument("--run-dir", help="the reproduction's directory")
+    add_run_dir(parser, "the reproduction's directory", required=False)  # not with --list
     parser.add_argument("--scale", default="sample", choices=("paper", "small", "sample", "cpu"),
                         help="the paper's settings, a reduced one-GPU-day setting, the "
                              "sample data on this machine (default), or real data on a few "
                              "CPU cores (bert/imdb)")
     parser.add_argument("--seeds", type=int, default=None,
                         help="fine-tuning seeds per cell (default: the scale's)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        metavar="KEY=VALUE", help="override a config key in every run, e.g. "
-                        "model.vocabulary=/path/to/vocab (repeatable)")
+    add_overrides(parser, "override a config key in every run, e.g. "
+                  "model.vocabulary=/path/to/vocab (repeatable)")
     parser.add_argument("--rows", nargs="+", default=None, metavar="ROW",
                         help="run only these rows (and what they start from); the table "
                              "shows the other rows' finished cells")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the plan (cells, steps, estimated accelerator hours) "
                              "without training")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace what is in --run-dir")
-    parser.set_defaults(func=run)
+    add_overwrite(parser)
 
 
 def lab_trainers():
@@ -67,8 +62,8 @@ def lab_trainers():
 
 def run(args):
     # lazy: loads TensorFlow; `zoo --help` imports this module
-    from zoo_tasks import reproduce
-    from zoo import files, training  # lazy: as above
+    from zoo import files, training
+    from zoo_tasks import reproduce  # lazy: as above
 
     if args.list:
         print("\n\n".join(reproduce.describe(name) for name in reproduce.table_names()))

@@ -36,8 +36,8 @@ def register(subparsers):
 def run(args):
     # lazy: loads TensorFlow; `zoo --help` imports this module
     from zoo import config as config_lib
-    from zoo_tasks import runs  # lazy: as above
     from zoo import files, training  # lazy: as above
+    from zoo_tasks import runs  # lazy: as above
 
     config = config_lib.resolve(args.experiment, args.overrides)
     if args.seeds < 1:

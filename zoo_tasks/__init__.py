@@ -18,10 +18,17 @@ files), and an experiment YAML.
 of this registry.
 """
 
-from zoo_tasks import (classification, image_classification, multiple_choice, pretraining,
-                       span_qa, tagging, text_classification)
 from zoo import config as config_lib
 from zoo.data.benchmarks import BENCHMARKS
+from zoo_tasks import (
+    classification,
+    image_classification,
+    multiple_choice,
+    pretraining,
+    span_qa,
+    tagging,
+    text_classification,
+)
 
 # Task family (a benchmark record's `family`, zoo.data.benchmarks) -> its task class on a
 # benchmark's files.

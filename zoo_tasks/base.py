@@ -3,13 +3,13 @@
 A family file (classification.py, span_qa.py, ...) subclasses `BaseTask` and writes out what its
 paper section says: how a file's examples are read (`read`) and packed (`dataset`), the model
 and its head, its losses and metrics (`losses_and_metrics`), prediction, post-processing and
-the predictions files; its serving description is beside it, in zoo_tasks/serving/.
-`BaseTask` is the
-contract `zoo.training.Task` (what `fit`, the evaluation callback and the export call) plus
-the plumbing that is the same in every family: the official file of a split under
-`data.dir`, each file read once, steps per epoch, batching in `zoo_tasks.data_order`'s example
-order through a traced encoder, the single training phase and the markdown table of
-`describe`.
+the predictions files; its serving description is beside it, in zoo_tasks/serving/, named by
+the class's `signatures`. `BaseTask` is the contract `zoo.training.Task` (what `fit`, the
+evaluation callback and the export call) plus the plumbing that is the same in every family:
+the official file of a split under `data.dir`, each file read once, steps per epoch, batching
+in `zoo_tasks.data_order`'s example order through a traced encoder, the single training
+phase, `serving` (the call of that description) and the markdown table of `describe`
+(`prediction_table`).
 
 The helpers serve the families that fine-tune GPT-1 as well as BERT (classification, multiple
 choice): `is_gpt`, GPT-1's auxiliary language-model loss and targets (section 3.2) and
@@ -21,20 +21,20 @@ import os
 import keras
 import tensorflow as tf
 
-from zoo_tasks import data_order
 from zoo import config as config_lib
 from zoo import training
 from zoo.data import prefetched, read_examples
 from zoo.data.benchmarks import BENCHMARKS
 from zoo.models.presets import PRESETS
+from zoo_tasks import data_order
 
 
 class BaseTask(training.Task):
     """The plumbing of a task family around its own data, model, losses and metrics.
 
     A subclass defines `read(path)` (a file's examples, cached by `examples`), `dataset`,
-    `build_model`, `losses_and_metrics`, `predict`, `evaluate`, `write_predictions`,
-    `describe` and `serving` (a call of its module in zoo_tasks/serving/).
+    `build_model`, `losses_and_metrics`, `predict`, `evaluate`, `write_predictions` and
+    `describe` (a call of `prediction_table`), and names its serving function in `signatures`.
 
     Args:
         name: the task name, a key of `zoo_tasks.TASKS`.
@@ -49,6 +49,9 @@ class BaseTask(training.Task):
     # Whether each example has any number of these labels (a sigmoid a label): your own data's
     # data.multi_label.
     multi_label = False
+    # The family's serving function in zoo_tasks/serving/, `signatures(task, model, run_dir)`
+    # -> {name: zoo.export.Signature}, which `serving` calls; None: the task has no export.
+    signatures = None
 
     def __init__(self, name, config):
         super().__init__(name, config)
@@ -117,11 +120,19 @@ class BaseTask(training.Task):
 
     # --- Training ---
 
-    def phases(self, schedule):
+    def phases(self, counts):
         """One phase: the whole run on the shuffled train stream."""
-        return [training.Phase(0, schedule.rounds,
+        return [training.Phase(0, counts.rounds,
                                lambda skip: self.dataset("train", repeat=True,
                                                          skip_batches=skip))]
+
+    # --- Export ---
+
+    def serving(self, model, run_dir=None):
+        """{name: `zoo.export.Signature`}: the family's `signatures` (zoo_tasks/serving/)."""
+        if self.signatures is None:
+            return super().serving(model, run_dir)
+        return self.signatures(model, run_dir)  # a function of the class: called with self
 
     # --- Evaluation ---
 
@@ -149,6 +160,25 @@ def own_data_file(task, split, kinds):
         raise config_lib.ConfigError(f"data.{split}_file: missing; the {split} file of your data "
                                      f"({kinds})")
     return path
+
+
+def prediction_table(predictions, limit, header, row):
+    """The markdown table of `describe`: `row(columns, predicted, i)` (a list of cells) for the
+    first `limit` examples of the first evaluation set in `predictions` ({name: (columns,
+    predicted, ...)}, as `evaluate(return_predictions=True)` gives it; MNLI: the matched set).
+
+    Examples:
+        >>> predictions = {"dev": ({"text": ["a", "b"]}, [1, 0])}
+        >>> print(prediction_table(predictions, 1, ["text", "predicted"],
+        ...                        lambda columns, predicted, i: [columns["text"][i],
+        ...                                                       predicted[i]]))
+        | text | predicted |
+        |---|---|
+        | a | 1 |
+    """
+    columns, predicted = next(iter(predictions.values()))[:2]
+    return markdown_table(header, [row(columns, predicted, i)
+                                   for i in range(min(limit, len(predicted)))])
 
 
 def markdown_table(header, rows):

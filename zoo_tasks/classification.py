@@ -27,12 +27,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from zoo_tasks import serving
-from zoo_tasks.base import BaseTask, is_gpt, lm_targets, markdown_table, with_lm_loss
-from zoo import metrics
-from zoo import models, training
+from zoo import metrics, models, training
 from zoo.data import packing
 from zoo.data.benchmarks import BENCHMARKS, names
+from zoo_tasks import serving
+from zoo_tasks.base import BaseTask, is_gpt, lm_targets, prediction_table, with_lm_loss
 
 NAMES = names("classification")  # GLUE's nine tasks, SNLI, SciTail
 
@@ -48,8 +47,9 @@ class ClassificationTask(BaseTask):
 
     Examples:
         >>> import zoo_tasks
-        >>> task = zoo_tasks.create("glue/mrpc", {"data": {"dir": "samples/glue/MRPC"},
-        ...                                   "model": {"vocabulary": "vocab"}})  # doctest: +SKIP
+        >>> task = zoo_tasks.create("glue/mrpc", {
+        ...     "data": {"dir": "samples/glue/MRPC"},
+        ...     "model": {"vocabulary": "vocab"}})  # doctest: +SKIP
         >>> model = task.build_model()  # doctest: +SKIP
         >>> task.compile(model)  # doctest: +SKIP
         >>> model.fit(task.dataset("train"), epochs=3)  # doctest: +SKIP
@@ -58,6 +58,7 @@ class ClassificationTask(BaseTask):
     """
 
     bilstm_head = True  # model.bilstm: BERT Table 5 "LTR & No NSP + BiLSTM"
+    signatures = serving.classification.signatures
 
     def __init__(self, name, config, check_data=True):
         super().__init__(name, config)
@@ -233,20 +234,12 @@ class ClassificationTask(BaseTask):
         metrics.write_predictions(path, predictions[1])
         return [path]
 
-    # --- Export ---
-
-    def serving(self, model, run_dir=None):
-        """Serving signatures (zoo.export): `zoo_tasks.serving.classification.signatures`."""
-        return serving.classification.signatures(self, model, run_dir)
-
     def describe(self, predictions, limit):
         """A markdown table of the first dev examples with gold and predicted labels."""
-        rows = []
-        for columns, predicted in predictions.values():  # MNLI: the matched set alone
-            rows = [[columns["sentence1"][i], columns["sentence2"][i], columns["label"][i],
-                     predicted[i]] for i in range(min(limit, len(predicted)))]
-            break
-        return markdown_table(["sentence 1", "sentence 2", "gold", "predicted"], rows)
+        return prediction_table(  # MNLI: the matched set alone
+            predictions, limit, ["sentence 1", "sentence 2", "gold", "predicted"],
+            lambda columns, predicted, i: [columns["sentence1"][i], columns["sentence2"][i],
+                                           columns["label"][i], predicted[i]])
 
 
 __all__ = ["ClassificationTask", "NAMES"]

@@ -15,10 +15,10 @@ no weight decay (configs/experiments/vit/image_folder.yaml).
 Data: `data.dir` holds one folder per split (`train`; the dev split is `dev`, `val` or
 `validation`, else `test`), each with one sub-folder of images per class; the class names
 are the sorted sub-folders and must be the same in every split. Pixels go to [-1, 1] as in
-the ViT code (zoo.data.images). Every image of a split is decoded once when the split is
-first read, so a file that passes the format check but does not decode (truncated, corrupt)
-is named then, or with `data.skip_bad_rows` counted and reported, instead of failing inside
-the input pipeline. Metric: top-1 accuracy.
+the ViT code (zoo.data.image_classification). Every image of a split is decoded once when the
+split is first read, so a file that passes the format check but does not decode (truncated,
+corrupt) is named then, or with `data.skip_bad_rows` counted and reported, instead of failing
+inside the input pipeline. Metric: top-1 accuracy.
 """
 
 import logging
@@ -28,15 +28,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from zoo_tasks import data_order, serving
-from zoo_tasks.base import BaseTask, markdown_table
 from zoo import config as config_lib
 from zoo import files, models, training
 from zoo.data import DataError, prefetched, read_examples
-from zoo.data.images import load_image
-from zoo.metrics import images as image_metrics
+from zoo.data.image_classification import load_image
+from zoo.metrics import image_classification as image_classification_metrics
 from zoo.metrics import write_predictions as write_tsv
 from zoo.models.presets import PRESETS
+from zoo_tasks import data_order, serving
+from zoo_tasks.base import BaseTask, prediction_table
 
 logger = logging.getLogger("zoo.data")
 
@@ -67,6 +67,7 @@ class ImageClassificationTask(BaseTask):
 
     main_metric = "accuracy"
     tokenizer = None  # images need no vocabulary (the fit loop copies none)
+    signatures = serving.image_classification.signatures
 
     def __init__(self, name, config, check_data=True):
         super().__init__(name, config)
@@ -159,12 +160,6 @@ class ImageClassificationTask(BaseTask):
             loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
             metrics={"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]})
 
-    # --- Serving ---
-
-    def serving(self, model, run_dir=None):
-        """Serving signatures (zoo.export): `zoo_tasks.serving.image_classification.signatures`."""
-        return serving.image_classification.signatures(self, model, run_dir)
-
     # --- Evaluation ---
 
     def predict(self, model, split="dev", path=None):
@@ -184,7 +179,7 @@ class ImageClassificationTask(BaseTask):
         columns = self.examples(split, path)
         predicted = self.predict(model, split, path)
         gold = [self.labels[i] for i in columns["label"]]
-        results = {"accuracy": image_metrics.accuracy(gold, predicted)}
+        results = {"accuracy": image_classification_metrics.accuracy(gold, predicted)}
         return (results, {split: (columns, predicted)}) if return_predictions else results
 
     def write_predictions(self, directory, name, predictions):
@@ -200,11 +195,10 @@ class ImageClassificationTask(BaseTask):
 
     def describe(self, predictions, limit):
         """A markdown table of the first dev images with gold and predicted classes."""
-        rows = []
-        for columns, predicted in predictions.values():
-            rows += [[os.path.basename(columns["path"][i]), self.labels[columns["label"][i]],
-                      predicted[i]] for i in range(min(limit, len(predicted)))]
-        return markdown_table(["image", "gold", "predicted"], rows)
+        return prediction_table(
+            predictions, limit, ["image", "gold", "predicted"],
+            lambda columns, predicted, i: [os.path.basename(columns["path"][i]),
+                                           self.labels[columns["label"][i]], predicted[i]])
 
 
 def _decodable(rows, report):

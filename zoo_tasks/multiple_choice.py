@@ -36,13 +36,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from zoo_tasks import serving
-from zoo_tasks.base import BaseTask, is_gpt, lm_targets, markdown_table, with_lm_loss
 from zoo import config as config_lib
 from zoo import models, training
 from zoo.data import packing
 from zoo.data.benchmarks import BENCHMARKS, names
-from zoo.metrics import choices as choices_lib
+from zoo.metrics import multiple_choice as multiple_choice_metrics
+from zoo_tasks import serving
+from zoo_tasks.base import BaseTask, is_gpt, lm_targets, prediction_table, with_lm_loss
 
 NAMES = names("multiple_choice")  # swag, race, story_cloze
 NUM_CHOICES = {name: BENCHMARKS[name].num_choices for name in NAMES}
@@ -60,7 +60,7 @@ class MultipleChoiceTask(BaseTask):
     Examples:
         >>> import zoo_tasks
         >>> task = zoo_tasks.create("swag", {"data": {"dir": "samples/swag"},
-        ...                              "model": {"vocabulary": "vocab"}})  # doctest: +SKIP
+        ...                                  "model": {"vocabulary": "vocab"}})  # doctest: +SKIP
         >>> model = task.build_model()  # doctest: +SKIP
         >>> task.compile(model)  # doctest: +SKIP
         >>> model.fit(task.dataset("train"), epochs=3)  # doctest: +SKIP
@@ -69,6 +69,7 @@ class MultipleChoiceTask(BaseTask):
     """
 
     main_metric = "accuracy"
+    signatures = serving.multiple_choice.signatures
 
     def __init__(self, name, config, check_data=True):
         if name not in NAMES:
@@ -189,8 +190,8 @@ class MultipleChoiceTask(BaseTask):
         predicted = self.predict(model, split, path)
         results = {}
         if not any(label is None for label in columns["label"]):
-            results = choices_lib.accuracy(self.name, columns["id"], columns["label"],
-                                           predicted)
+            results = multiple_choice_metrics.accuracy(self.name, columns["id"],
+                                                       columns["label"], predicted)
         return (results, {split: (columns, predicted)}) if return_predictions else results
 
     def write_predictions(self, directory, name, predictions):
@@ -202,24 +203,18 @@ class MultipleChoiceTask(BaseTask):
         """
         path = os.path.join(directory, f"{name}.tsv")
         columns, predicted = predictions
-        choices_lib.write_predictions(path, columns["id"], predicted)
+        multiple_choice_metrics.write_predictions(path, columns["id"], predicted)
         return [path]
-
-    # --- Export ---
-
-    def serving(self, model, run_dir=None):
-        """Serving signatures (zoo.export): `zoo_tasks.serving.multiple_choice.signatures`."""
-        return serving.multiple_choice.signatures(self, model, run_dir)
 
     def describe(self, predictions, limit):
         """A markdown table of the first questions with gold and predicted answers."""
-        rows = []
-        for columns, predicted in predictions.values():
-            for i in range(min(limit, len(predicted))):
-                gold, choices = columns["label"][i], columns["choices"][i]
-                rows.append([columns["context"][i][:300], columns["question"][i],
-                             "" if gold is None else choices[gold], choices[predicted[i]]])
-        return markdown_table(["context", "question", "gold", "predicted"], rows)
+        def row(columns, predicted, i):
+            gold, choices = columns["label"][i], columns["choices"][i]
+            return [columns["context"][i][:300], columns["question"][i],
+                    "" if gold is None else choices[gold], choices[predicted[i]]]
+
+        return prediction_table(predictions, limit, ["context", "question", "gold", "predicted"],
+                                row)
 
 
 def _sentence_b(question, option):

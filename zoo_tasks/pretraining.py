@@ -28,12 +28,12 @@ import os
 import keras
 import tensorflow as tf
 
-from zoo_tasks import serving
-from zoo_tasks.base import BaseTask, is_gpt
 from zoo import config as config_lib
 from zoo import files, models, tokenizers, training
 from zoo.data import causal_lm_dataset, causal_lm_shards_dataset, pretraining_dataset
 from zoo.data.pretraining import METADATA
+from zoo_tasks import serving
+from zoo_tasks.base import BaseTask, is_gpt
 
 EVAL_BATCHES = 8  # batches of the masked-LM evaluation sample
 
@@ -61,14 +61,14 @@ class _Pretraining(BaseTask):
         phases = self.config.data.phases
         return [p.sequence_length for p in phases] or [self.config.data.sequence_length]
 
-    def phases(self, schedule):
+    def phases(self, counts):
         """The rounds of each `data.phases` entry (BERT A.2: 90 % at 128, 10 % at 512)."""
         fractions = [p.fraction for p in self.config.data.phases] or [1.0]
         bounds, total = [0], 0.0
         for fraction in fractions:
             total += fraction
-            bounds.append(min(schedule.rounds, int(round(total * schedule.rounds))))
-        bounds[-1] = schedule.rounds
+            bounds.append(min(counts.rounds, int(round(total * counts.rounds))))
+        bounds[-1] = counts.rounds
         return [training.Phase(bounds[i], bounds[i + 1],
                                lambda skip, input_context=None, length=length:
                                self.train_dataset(length, skip, input_context=input_context))
@@ -107,6 +107,7 @@ class MaskedLMTask(_Pretraining):
     """BERT pretraining on `zoo data pretrain` shards: `mlm` (+ `nsp`), dynamic masking."""
 
     main_metric = "mlm_accuracy"
+    signatures = serving.pretraining.masked_lm_signatures
 
     def __init__(self, name, config, check_data=True):
         super().__init__(name, config, check_data)
@@ -164,11 +165,7 @@ class MaskedLMTask(_Pretraining):
         if longest > backbone.max_sequence_length:
             raise config_lib.ConfigError(f"data.phases: sequence length {longest} exceeds the "
                                          f"model's {backbone.max_sequence_length} positions")
-        return models.BertPretrainer(backbone, next_sentence=self.config.model.next_sentence)
-
-    def serving(self, model, run_dir=None):
-        """Serving signatures (zoo.export): `zoo_tasks.serving.pretraining.masked_lm_signatures`."""
-        return serving.pretraining.masked_lm_signatures(self, model, run_dir)
+        return models.BertMaskedLM(backbone, next_sentence=self.config.model.next_sentence)
 
     def losses_and_metrics(self, model):
         sparse = keras.losses.SparseCategoricalCrossentropy
@@ -186,6 +183,7 @@ class CausalLMTask(_Pretraining):
     """Left-to-right language modelling: GPT-1, or a causal BERT encoder (LTR & No NSP)."""
 
     main_metric = "lm_accuracy"
+    signatures = serving.pretraining.causal_lm_signatures
 
     def __init__(self, name, config, check_data=True):
         super().__init__(name, config, check_data)
@@ -240,11 +238,7 @@ class CausalLMTask(_Pretraining):
     def build_model(self):
         overrides = {} if self.gpt else {"causal": True, "pooler": False}
         backbone = training.load_backbone(self.config.model, self.tokenizer, **overrides)
-        return models.CausalLanguageModel(backbone)
-
-    def serving(self, model, run_dir=None):
-        """Serving signatures (zoo.export): `zoo_tasks.serving.pretraining.causal_lm_signatures`."""
-        return serving.pretraining.causal_lm_signatures(self, model, run_dir)
+        return models.CausalLM(backbone)
 
     def losses_and_metrics(self, model):
         losses = {"lm": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}

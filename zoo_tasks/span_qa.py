@@ -29,7 +29,7 @@ s_best >= s_null + τ (the official search counts a tie as answered). Prediction
 written at τ = 0, as run_squad.py writes them with its default threshold.
 
 Serving (`zoo export`, `zoo_tasks.serving.span_qa`) does the same in the SavedModel graph: the
-windows of `zoo.data.span_qa.squad_windows_graph`, the post-processing of `best_spans_graph`
+windows of `zoo.data.span_qa.span_qa_windows_graph`, the post-processing of `best_spans_graph`
 (`zoo_tasks.span_qa_decoding`; both tested equal to their Python versions) and the run's τ.
 
 Your own question answering (`question_answering`, `QuestionAnsweringTask`): all of the above
@@ -46,18 +46,18 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from zoo_tasks import data_order, serving
-from zoo_tasks.base import BaseTask, markdown_table, own_data_file
-from zoo_tasks.span_qa_decoding import best_spans, best_spans_graph, logits_at_full_length
 from zoo import config as config_lib
 from zoo import files, models, training
 from zoo.data import DataError, packing
 from zoo.data.benchmarks import names
 from zoo.data.readers.span_qa import squad_version
-from zoo.data.span_qa import squad_windows
+from zoo.data.span_qa import span_qa_windows
 from zoo.files import write_text
 from zoo.metrics import span_qa as span_qa_metrics
 from zoo.models.presets import PRESETS
+from zoo_tasks import data_order, serving
+from zoo_tasks.base import BaseTask, own_data_file, prediction_table
+from zoo_tasks.span_qa_decoding import best_spans, best_spans_graph, logits_at_full_length
 
 NAMES = names("span_qa")  # squad_v1, squad_v2
 MODEL_INPUTS = ("token_ids", "segment_ids", "padding_mask")
@@ -76,8 +76,9 @@ class SpanQATask(BaseTask):
 
     Examples:
         >>> import zoo_tasks
-        >>> task = zoo_tasks.create("squad_v2", {"data": {"dir": "samples/squad"},
-        ...                                  "model": {"vocabulary": "vocab"}})  # doctest: +SKIP
+        >>> task = zoo_tasks.create("squad_v2", {
+        ...     "data": {"dir": "samples/squad"},
+        ...     "model": {"vocabulary": "vocab"}})  # doctest: +SKIP
         >>> model = task.build_model()  # doctest: +SKIP
         >>> task.compile(model)  # doctest: +SKIP
         >>> model.fit(task.dataset("train"), epochs=2)  # doctest: +SKIP
@@ -87,6 +88,7 @@ class SpanQATask(BaseTask):
 
     bilstm_head = True  # model.bilstm: BERT Table 5 "LTR & No NSP + BiLSTM"
     model_inputs = MODEL_INPUTS  # what a window feeds the model, in training and serving
+    signatures = serving.span_qa.signatures
 
     def __init__(self, name, config, check_data=True):
         super().__init__(name, config)
@@ -113,8 +115,8 @@ class SpanQATask(BaseTask):
         data = self.config.data
         examples, report = self.read_rows(path)
         try:
-            windows = squad_windows(examples, self.tokenizer, data.sequence_length,
-                                    data.doc_stride, data.max_query_length)
+            windows = span_qa_windows(examples, self.tokenizer, data.sequence_length,
+                                      data.doc_stride, data.max_query_length)
         except ValueError as error:  # names the example and its id
             raise DataError(path, None, "cannot cut into windows", "a question whose "
                             "context and answer fit the tokenizer and window",
@@ -126,7 +128,7 @@ class SpanQATask(BaseTask):
         return super().examples(split, path)[0]
 
     def windows(self, split, path=None):
-        """The doc-stride windows of a split (or file), `zoo.data.span_qa.squad_windows`."""
+        """The doc-stride windows of a split (or file), `zoo.data.span_qa.span_qa_windows`."""
         return super().examples(split, path)[1]
 
     def report(self, split, path=None):
@@ -265,20 +267,15 @@ class SpanQATask(BaseTask):
         with files.open(path, encoding="utf-8") as file:
             return float(json.load(file)["tau"])
 
-    def serving(self, model, run_dir=None):
-        """Serving signatures (zoo.export): `zoo_tasks.serving.span_qa.signatures`."""
-        return serving.span_qa.signatures(self, model, run_dir)
-
     def describe(self, predictions, limit):
         """A markdown table of the first dev questions with gold and predicted answers."""
-        rows = []
-        for examples, answers, _ in predictions.values():
-            for example in examples[:limit]:
-                gold = " / ".join(dict.fromkeys(a["text"] for a in example["answers"]))
-                rows.append([example["question"], gold or "(no answer)",
-                             answers[example["id"]] or "(no answer)"])
-            break
-        return markdown_table(["question", "gold", "predicted"], rows)
+        def row(examples, answers, i):
+            example = examples[i]
+            gold = " / ".join(dict.fromkeys(a["text"] for a in example["answers"]))
+            return [example["question"], gold or "(no answer)",
+                    answers[example["id"]] or "(no answer)"]
+
+        return prediction_table(predictions, limit, ["question", "gold", "predicted"], row)
 
 
 # === Your own data ===

@@ -48,7 +48,7 @@ def best_spans(windows, contexts, start_logits, end_logits, n_best_size=20,
     """The best answer of each question over all its windows (run_squad.py's post-processing).
 
     Args:
-        windows: `zoo.data.span_qa.squad_windows` output (example_index, offsets, context_mask,
+        windows: `zoo.data.span_qa.span_qa_windows` output (example_index, offsets, context_mask,
             max_context_mask), windows of one question consecutive.
         contexts: the context text of each example (indexed by `example_index`).
         start_logits, end_logits: (windows, seq) logits.
@@ -61,9 +61,10 @@ def best_spans(windows, contexts, start_logits, end_logits, n_best_size=20,
         "empty" entry), its score start + end, and the smallest [CLS] score over the windows.
 
     Examples:
-        >>> windows = {"example_index": np.array([0]), "offsets": np.array([[[-1, -1],
-        ...     [0, 3], [4, 7]]]), "context_mask": np.array([[False, True, True]]),
-        ...     "max_context_mask": np.array([[False, True, True]])}
+        >>> windows = {"example_index": np.array([0]),
+        ...            "offsets": np.array([[[-1, -1], [0, 3], [4, 7]]]),
+        ...            "context_mask": np.array([[False, True, True]]),
+        ...            "max_context_mask": np.array([[False, True, True]])}
         >>> best_spans(windows, ["Ann did"], np.array([[0.0, 2.0, 1.0]]),
         ...            np.array([[0.0, 0.5, 3.0]]))
         [('Ann did', 5.0, 0.0)]
@@ -102,7 +103,7 @@ def best_spans_graph(windows, start_logits, end_logits, num_examples, n_best_siz
     highest score wins, as `best_spans`' strict `>` update keeps it.
 
     Args:
-        windows: `zoo.data.span_qa.squad_windows_graph` output.
+        windows: `zoo.data.span_qa.span_qa_windows_graph` output.
         start_logits, end_logits: (windows, length) float32.
         num_examples: scalar, the batch size (examples may have no window).
         n_best_size, max_answer_length: as in `best_spans`.

@@ -42,14 +42,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from zoo_tasks import data_order, serving
-from zoo_tasks.base import BaseTask, markdown_table, own_data_file
 from zoo import models, training
 from zoo.data import DataError, packing
 from zoo.data.benchmarks import BENCHMARKS
 from zoo.data.readers.tagging import CONLL_TAGS, tag_scheme
 from zoo.data.tagging import align_tokens
 from zoo.metrics import tagging as tagging_metrics
+from zoo_tasks import data_order, serving
+from zoo_tasks.base import BaseTask, own_data_file, prediction_table
 
 _PREFIX_ORDER = {"B": 0, "I": 1, "E": 2, "S": 3}
 _ENTITY_TAG = re.compile(r"([BIES])-(.+)", re.DOTALL)
@@ -65,8 +65,9 @@ class TaggingTask(BaseTask):
 
     Examples:
         >>> import zoo_tasks
-        >>> task = zoo_tasks.create("conll2003", {"data": {"dir": "samples/conll2003"},
-        ...                                   "model": {"vocabulary": "vocab"}})  # doctest: +SKIP
+        >>> task = zoo_tasks.create("conll2003", {
+        ...     "data": {"dir": "samples/conll2003"},
+        ...     "model": {"vocabulary": "vocab"}})  # doctest: +SKIP
         >>> model = task.build_model()  # doctest: +SKIP
         >>> task.compile(model)  # doctest: +SKIP
         >>> task.evaluate(model, "dev")["f1"]  # doctest: +SKIP
@@ -75,6 +76,7 @@ class TaggingTask(BaseTask):
 
     labels = CONLL_TAGS
     main_metric = "f1"
+    signatures = serving.tagging.signatures
     # The tag of a word with no token (cut off by data.sequence_length, or tokenizing to
     # nothing): outside any entity.
     outside = "O"
@@ -212,20 +214,12 @@ class TaggingTask(BaseTask):
         tagging_metrics.write_predictions(columns["path"], predicted, path)
         return [path]
 
-    # --- Export ---
-
-    def serving(self, model, run_dir=None):
-        """Serving signatures (zoo.export): `zoo_tasks.serving.tagging.signatures`."""
-        return serving.tagging.signatures(self, model, run_dir)
-
     def describe(self, predictions, limit):
         """A markdown table of the first sentences: words, gold and predicted tags."""
-        rows = []
-        for columns, predicted in predictions.values():
-            rows = [[" ".join(columns["words"][i]), " ".join(columns["tags"][i]),
-                     " ".join(predicted[i])] for i in range(min(limit, len(predicted)))]
-            break
-        return markdown_table(["words", "gold", "predicted"], rows)
+        return prediction_table(
+            predictions, limit, ["words", "gold", "predicted"],
+            lambda columns, predicted, i: [" ".join(columns["words"][i]),
+                                           " ".join(columns["tags"][i]), " ".join(predicted[i])])
 
 
 # === Your own data ===

@@ -31,16 +31,16 @@ import os
 import keras
 import numpy as np
 
-from zoo_tasks import serving
-from zoo_tasks.base import OWN_SPLITS as SPLITS
-from zoo_tasks.base import markdown_table, own_data_file, with_lm_loss
-from zoo_tasks.classification import ClassificationTask
 from zoo import config as config_lib
 from zoo.data import DataError, read_examples
 from zoo.data.readers import Report
 from zoo.data.readers.tables import read_rows, table_format
 from zoo.metrics import text_classification as text_classification_metrics
 from zoo.metrics.predictions import write_predictions
+from zoo_tasks import serving
+from zoo_tasks.base import OWN_SPLITS as SPLITS
+from zoo_tasks.base import own_data_file, prediction_table, with_lm_loss
+from zoo_tasks.classification import ClassificationTask
 
 
 def sorted_labels(names):
@@ -80,6 +80,7 @@ class TextClassificationTask(ClassificationTask):
     """
 
     bilstm_head = True
+    signatures = serving.text_classification.signatures
 
     def __init__(self, name, config, check_data=True, rows=None, tokenize=True):
         unknown = sorted(set(rows or {}) - set(SPLITS))
@@ -104,7 +105,7 @@ class TextClassificationTask(ClassificationTask):
         self.split_files = {}
         if check_data:
             self.examples("train")
-            self.labels  # noqa: B018 - found now, from the training data
+            self.labels  # found now, from the training data
             if self.has_split("dev"):
                 self.examples("dev")
 
@@ -252,21 +253,14 @@ class TextClassificationTask(ClassificationTask):
 
     def describe(self, predictions, limit):
         """A markdown table of the first examples with gold and predicted labels."""
-        (columns, predicted), = predictions.values()
         show = (lambda v: ", ".join(v)) if self.multi_label else str
-        header = ["text"] + ([] if self.single_sentence else ["text pair"]) + [
-            "gold", "predicted"]
-        rows = [[columns["sentence1"][i]] + ([] if self.single_sentence else
-                                             [columns["sentence2"][i]])
-                + [show(columns["label"][i]), show(predicted[i])]
-                for i in range(min(limit, len(predicted)))]
-        return markdown_table(header, rows)
+        pair = [] if self.single_sentence else ["text pair"]
 
-    # --- Export ---
+        def row(columns, predicted, i):
+            text = [columns["sentence1"][i]] + ([columns["sentence2"][i]] if pair else [])
+            return text + [show(columns["label"][i]), show(predicted[i])]
 
-    def serving(self, model, run_dir=None):
-        """Serving signatures: `zoo_tasks.serving.text_classification.signatures`."""
-        return serving.text_classification.signatures(self, model, run_dir)
+        return prediction_table(predictions, limit, ["text", *pair, "gold", "predicted"], row)
 
     # --- Checking a file before training ---
 

@@ -41,11 +41,10 @@ import yaml
 from sklearn import metrics as sklearn_metrics
 
 from zoo import config as config_lib
-from zoo import files, tokenizers, training
-from zoo import metrics
+from zoo import files, metrics, tokenizers, training
 from zoo.data import BENCHMARKS, DataError, prefetched, read_examples
 from zoo.files import write_text
-from zoo.metrics import choices
+from zoo.metrics import multiple_choice as multiple_choice_metrics
 from zoo.training.run_dir import run_dir_of
 
 # Section 5's heuristics, in the order the tasks are listed; a benchmark's record names its one.
@@ -290,7 +289,7 @@ def evaluate(task, checkpoint, data, out=None, threshold=None, batch_size=8):
         rows = ["id\tprediction"] + [f"{e['id']}\t{c}" for e, c in zip(examples, chosen)]
         write_text(path, "".join(row + "\n" for row in rows))
         if labelled:  # the fine-tuned tasks' scorer: 0-100, RACE-m and RACE-h apart
-            result.update(choices.score_choices(task, data, path))
+            result.update(multiple_choice_metrics.score_choices(task, data, path))
     elif heuristic == "sentiment":
         predicted, _ = sentiment(scorer, [e["sentence1"] for e in examples])
         metrics.write_predictions(path, predicted)

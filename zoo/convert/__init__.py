@@ -2,23 +2,32 @@
 
 Every converter applies an explicit weight map (one entry per tensor, shapes checked) and
 fails with a `ConversionError` naming the key or file: unknown model types, missing or
-unused tensors, shape mismatches, unreadable files. Head models (`BertPretrainingModel`,
-`GPTLanguageModel`, `ViTClassifier`) wrap a backbone with the task heads of a checkpoint.
+unused tensors, shape mismatches, unreadable files. Head models (`BertForPreTraining`,
+`GPTLMHeadModel`, `ViTClassifier`) wrap a backbone with the task heads of a checkpoint
+(`BertPretrainingModel` and `GPTLanguageModel` are their deprecated former names).
 `to_huggingface` also writes the fine-tuned heads of the tasks (`hf_export`), with label names
 and the tokenizer, for transformers' `pipeline`.
 """
 
 from zoo.convert.bert_checkpoint import from_bert_checkpoint
 from zoo.convert.core import ConversionError
-from zoo.models.head_models import BertPretrainingModel, GPTLanguageModel, ViTClassifier
 from zoo.convert.hf_export import to_huggingface
 from zoo.convert.huggingface import from_huggingface
 from zoo.convert.keras_hub_presets import from_keras_hub
+from zoo.models.head_models import (
+    BertForPreTraining,
+    BertPretrainingModel,
+    GPTLanguageModel,
+    GPTLMHeadModel,
+    ViTClassifier,
+)
 
+# Also importable, not in __all__: `BertPretrainingModel` and `GPTLanguageModel`, the deprecated
+# former names of `BertForPreTraining` and `GPTLMHeadModel`.
 __all__ = [
-    "BertPretrainingModel",
+    "BertForPreTraining",
     "ConversionError",
-    "GPTLanguageModel",
+    "GPTLMHeadModel",
     "ViTClassifier",
     "from_bert_checkpoint",
     "from_huggingface",

@@ -7,8 +7,8 @@ Variable names are those of google-research/bert `modeling.py` and `run_pretrain
 
 from zoo import files
 from zoo.convert.core import ConversionError, load_weights, permuted, read_json, same
-from zoo.models.head_models import BertPretrainingModel
 from zoo.models import BertBackbone
+from zoo.models.head_models import BertForPreTraining
 
 # BertConfig defaults of google-research/bert modeling.py (vocab_size has none).
 _DEFAULTS = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
@@ -34,7 +34,7 @@ def from_bert_checkpoint(ckpt_prefix, bert_config_json, with_head=False, progres
         ckpt_prefix: the checkpoint prefix, e.g. `uncased_L-12_H-768_A-12/bert_model.ckpt`
             (the files are `<prefix>.index` and `<prefix>.data-*`).
         bert_config_json: the `bert_config.json` released with it.
-        with_head: return a `BertPretrainingModel` with the masked-LM and next-sentence
+        with_head: return a `BertForPreTraining` with the masked-LM and next-sentence
             heads found in the checkpoint instead of the bare backbone.
         progress: show a progress bar over the tensors.
 
@@ -71,7 +71,7 @@ def from_bert_checkpoint(ckpt_prefix, bert_config_json, with_head=False, progres
         if not (masked_lm or next_sentence):
             raise ConversionError(f"{ckpt_prefix}: with_head=True but the checkpoint has no "
                                   "cls/predictions or cls/seq_relationship tensors")
-        model = BertPretrainingModel(backbone, masked_lm=masked_lm, next_sentence=next_sentence)
+        model = BertForPreTraining(backbone, masked_lm=masked_lm, next_sentence=next_sentence)
         ports += _head_ports(model)
         skipped = []
     named = [port.key for port in ports] + skipped

@@ -23,9 +23,16 @@ from zoo import files
 from zoo.convert.core import ConversionError, Port, atomic_output, dense_ports, export_weights
 from zoo.convert.huggingface import WRITERS, bert_config, bert_ports, check_bidirectional
 from zoo.models import LSTMBackbone, ViTBackbone
-from zoo.models.head_models import (BertClassifier, BertFeatureTagger, BertMultipleChoice,
-                                    BertPretrainer, BertSpanQA, BertTokenClassifier,
-                                    CausalLanguageModel, GPTClassifier)
+from zoo.models.head_models import (
+    BertClassifier,
+    BertFeatureTagger,
+    BertMaskedLM,
+    BertMultipleChoice,
+    BertSpanQA,
+    BertTokenClassifier,
+    CausalLM,
+    GPTClassifier,
+)
 from zoo.tokenizers.saving import save_huggingface
 
 # Heads with no transformers model that computes them, and why.
@@ -53,12 +60,13 @@ def to_huggingface(model, path, progress=False, labels=None, tokenizer=None,
     BertForSequenceClassification, BertForQuestionAnswering, BertForTokenClassification or
     BertForMultipleChoice, with no missing or unexpected weights. Tied output embeddings are
     written once, as transformers does. A ViT folder also gets preprocessor_config.json
-    (ViTImageProcessor: resize, scale to [0, 1], mean and std 0.5, as `zoo.data.images`). The
-    folder appears only when complete; `path` must not exist.
+    (ViTImageProcessor: resize, scale to [0, 1], mean and std 0.5, as
+    `zoo.data.image_classification`). The folder appears only when complete; `path` must not
+    exist.
 
     Args:
-        model: a zoo backbone or head model (`BertPretrainingModel`, `BertPretrainer`,
-            `GPTLanguageModel`, `CausalLanguageModel` on GPT-1, `ViTClassifier`,
+        model: a zoo backbone or head model (`BertForPreTraining`, `BertMaskedLM`,
+            `GPTLMHeadModel`, `CausalLM` on GPT-1, `ViTClassifier`,
             `BertClassifier`, `BertSpanQA`, `BertTokenClassifier`, `BertMultipleChoice`).
         path: the folder to create.
         progress: show a progress bar over the tensors.
@@ -81,7 +89,7 @@ def to_huggingface(model, path, progress=False, labels=None, tokenizer=None,
     """
     from safetensors.numpy import save_file
 
-    if isinstance(model, BertPretrainer):
+    if isinstance(model, BertMaskedLM):
         model = model.to_checkpoint_model()
     config, ports = _writer(model)(model)
     if labels is not None:
@@ -118,9 +126,10 @@ def to_huggingface(model, path, progress=False, labels=None, tokenizer=None,
 
 
 def _write_image_processor(backbone, folder):
-    """transformers' ViTImageProcessor settings for what `zoo.data.images` does to an image."""
+    """transformers' ViTImageProcessor settings for what `zoo.data.image_classification` does
+    to an image."""
     # lazy: zoo.data loads TensorFlow; `import zoo` does not need it (models on JAX or torch)
-    from zoo.data.images import VIT_MEAN, VIT_STD
+    from zoo.data.image_classification import VIT_MEAN, VIT_STD
 
     size = backbone.image_size
     config = dict(image_processor_type="ViTImageProcessor", do_resize=True,
@@ -137,7 +146,7 @@ def _writer(model):
     if type(model) in REFUSED:
         raise ConversionError(f"{model.name}: a {type(model).__name__} cannot be written as a "
                               f"Hugging Face checkpoint: {REFUSED[type(model)]}")
-    if isinstance(model, CausalLanguageModel) and model.mlm_head is not None:
+    if isinstance(model, CausalLM) and model.mlm_head is not None:
         raise ConversionError(f"{model.name}: a left-to-right BERT (BERT Table 5, LTR & No NSP) "
                               "has no transformers model; BertLMHeadModel is a decoder with "
                               "another head layout")
@@ -154,7 +163,7 @@ def _writer(model):
                               "Table 5 'LTR & No NSP + BiLSTM'); no transformers model has one")
     writer = _HEAD_WRITERS.get(type(model)) or WRITERS.get(type(model))
     if writer is None:
-        names = [cls.__name__ for cls in (*WRITERS, *_HEAD_WRITERS, BertPretrainer)]
+        names = [cls.__name__ for cls in (*WRITERS, *_HEAD_WRITERS, BertMaskedLM)]
         raise ConversionError(f"{model.name}: a {type(model).__name__} cannot be written as a "
                               f"Hugging Face checkpoint; expected one of {sorted(names)}")
     return writer

@@ -14,12 +14,19 @@ import tempfile
 import warnings
 
 from zoo import files
-
-from zoo.convert.core import (ConversionError, SafetensorsSource, dense_ports, layer_norm_ports,
-                              load_weights, permuted, read_json, same, split)
-from zoo.models.head_models import (BertPretrainingModel, CausalLanguageModel,
-                                    GPTLanguageModel, ViTClassifier)
+from zoo.convert.core import (
+    ConversionError,
+    SafetensorsSource,
+    dense_ports,
+    layer_norm_ports,
+    load_weights,
+    permuted,
+    read_json,
+    same,
+    split,
+)
 from zoo.models import BertBackbone, GPTBackbone, ViTBackbone
+from zoo.models.head_models import BertForPreTraining, CausalLM, GPTLMHeadModel, ViTClassifier
 
 # transformers' ACT2FN names used by BERT and ViT configs -> zoo activation names.
 _ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_approximate",
@@ -65,8 +72,8 @@ def from_huggingface(path, with_head=False, progress=False):
     Args:
         path: the folder written by `save_pretrained` (model.safetensors, or shards with
             model.safetensors.index.json). pytorch_model.bin is refused, never unpickled.
-        with_head: return the backbone with its task head (`BertPretrainingModel`,
-            `GPTLanguageModel` or `ViTClassifier`) instead of the bare backbone.
+        with_head: return the backbone with its task head (`BertForPreTraining`,
+            `GPTLMHeadModel` or `ViTClassifier`) instead of the bare backbone.
         progress: show a progress bar over the tensors.
 
     Examples:
@@ -246,16 +253,16 @@ def _bert_from_hf(config, keys, with_head, where):
     if masked_lm and not c["tie_word_embeddings"]:
         raise ConversionError(f"{where}: tie_word_embeddings=False (an MLM decoder separate "
                               "from the word embeddings) is not supported")
-    model = BertPretrainingModel(backbone, masked_lm=masked_lm, next_sentence=next_sentence)
+    model = BertForPreTraining(backbone, masked_lm=masked_lm, next_sentence=next_sentence)
     duplicates = [("cls.predictions.decoder.weight", f"{prefix}embeddings.word_embeddings.weight"),
                   ("cls.predictions.decoder.bias", "cls.predictions.bias")] if masked_lm else []
     return model, ports + _bert_head_ports(model), skipped, duplicates
 
 
 def _bert_to_hf(model):
-    backbone = model.backbone if isinstance(model, BertPretrainingModel) else model
+    backbone = model.backbone if isinstance(model, BertForPreTraining) else model
     check_bidirectional(model, backbone)
-    if isinstance(model, BertPretrainingModel):
+    if isinstance(model, BertForPreTraining):
         architecture = {(True, True): "BertForPreTraining", (True, False): "BertForMaskedLM",
                         (False, True): "BertForNextSentencePrediction"}[
                             (model.masked_lm, model.next_sentence)]
@@ -345,11 +352,11 @@ def _gpt_from_hf(config, keys, with_head, where):
         raise ConversionError(f"{where}: tie_word_embeddings=False (an LM head separate from "
                               "the token embeddings) is not supported")
     duplicates = [("lm_head.weight", f"{prefix}tokens_embed.weight")]
-    return GPTLanguageModel(backbone), ports, skipped, duplicates
+    return GPTLMHeadModel(backbone), ports, skipped, duplicates
 
 
 def _gpt_to_hf(model):
-    head = isinstance(model, (GPTLanguageModel, CausalLanguageModel))
+    head = isinstance(model, (GPTLMHeadModel, CausalLM))
     backbone = model.backbone if head else model
     config = dict(
         architectures=["OpenAIGPTLMHeadModel" if head else "OpenAIGPTModel"],
@@ -456,7 +463,7 @@ def _vit_to_hf(model):
 
 
 _READERS = {"bert": _bert_from_hf, "openai-gpt": _gpt_from_hf, "vit": _vit_from_hf}
-WRITERS = {BertBackbone: _bert_to_hf, BertPretrainingModel: _bert_to_hf,
-            GPTBackbone: _gpt_to_hf, GPTLanguageModel: _gpt_to_hf,
-            CausalLanguageModel: _gpt_to_hf,
-            ViTBackbone: _vit_to_hf, ViTClassifier: _vit_to_hf}
+WRITERS = {BertBackbone: _bert_to_hf, BertForPreTraining: _bert_to_hf,
+           GPTBackbone: _gpt_to_hf, GPTLMHeadModel: _gpt_to_hf,
+           CausalLM: _gpt_to_hf,
+           ViTBackbone: _vit_to_hf, ViTClassifier: _vit_to_hf}

@@ -9,8 +9,7 @@ import pathlib
 import tempfile
 
 from zoo import files
-from zoo.convert.core import (ArraySource, ConversionError, load_weights, read_json, reshaped,
-                              zeros)
+from zoo.convert.core import ArraySource, ConversionError, load_weights, read_json, reshaped, zeros
 from zoo.models import BertBackbone, ViTBackbone
 
 

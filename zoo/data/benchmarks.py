@@ -16,8 +16,8 @@ import dataclasses
 import functools
 from typing import Callable
 
-from zoo.data.readers.glue import TsvLayout, read_nli_jsonl, read_tsv
-from zoo.data.readers.images import read_image_folder
+from zoo.data.readers.classification import TsvLayout, read_nli_jsonl, read_tsv
+from zoo.data.readers.image_classification import read_image_folder
 from zoo.data.readers.multiple_choice import read_race, read_story_cloze, read_swag
 from zoo.data.readers.span_qa import read_squad, read_squad_file
 from zoo.data.readers.tables import read_table

@@ -61,8 +61,8 @@ def _window_starts(num_tokens, window, doc_stride):
     return starts
 
 
-def squad_windows(examples, tokenizer, max_sequence_length=384, doc_stride=128,
-                  max_query_length=64):
+def span_qa_windows(examples, tokenizer, max_sequence_length=384, doc_stride=128,
+                    max_query_length=64):
     """Cut SQuAD examples into doc-stride windows with token-level answer spans.
 
     Args:
@@ -92,8 +92,9 @@ def squad_windows(examples, tokenizer, max_sequence_length=384, doc_stride=128,
         >>> from zoo.tokenizers import WordPieceTokenizer
         >>> tokenizer = WordPieceTokenizer(
         ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "?", "ann", "did", "."])
-        >>> windows = squad_windows([{"id": "q1", "question": "Who?", "context": "Ann did.",
-        ...     "answers": [{"text": "Ann", "answer_start": 0}]}], tokenizer, 16)
+        >>> example = {"id": "q1", "question": "Who?", "context": "Ann did.",
+        ...            "answers": [{"text": "Ann", "answer_start": 0}]}
+        >>> windows = span_qa_windows([example], tokenizer, 16)
         >>> windows["token_ids"][0, :7].tolist(), windows["start_positions"].tolist()
         ([2, 5, 6, 3, 7, 8, 9], [4])
     """
@@ -181,22 +182,22 @@ def squad_windows(examples, tokenizer, max_sequence_length=384, doc_stride=128,
     }
 
 
-def squad_dataset(windows, batch_size, shuffle_buffer=0, seed=None, drop_remainder=False):
-    """A tf.data pipeline of `(x, y)` batches from `squad_windows` output, for `fit`/`predict`.
+def span_qa_dataset(windows, batch_size, shuffle_buffer=0, seed=None, drop_remainder=False):
+    """A tf.data pipeline of `(x, y)` batches from `span_qa_windows` output, for `fit`/`predict`.
 
     `x` holds `token_ids`, `segment_ids`, `padding_mask`; `y` holds `start_positions` and
     `end_positions` (token indices in the window, 0 = [CLS]). Without shuffling, batches keep
     window order, so predictions line up with `windows["example_index"]` and `offsets`.
 
     Args:
-        windows: the dict returned by `squad_windows`.
+        windows: the dict returned by `span_qa_windows`.
         batch_size: windows per batch.
         shuffle_buffer: windows in the shuffle buffer (0: keep order, for evaluation).
         seed: shuffle seed.
         drop_remainder: drop a last partial batch.
 
     Examples:
-        >>> ds = squad_dataset(windows, batch_size=32, shuffle_buffer=10_000)  # doctest: +SKIP
+        >>> ds = span_qa_dataset(windows, batch_size=32, shuffle_buffer=10_000)  # doctest: +SKIP
     """
     x = {key: windows[key] for key in ("token_ids", "segment_ids", "padding_mask")}
     y = {key: windows[key] for key in ("start_positions", "end_positions")}
@@ -206,20 +207,20 @@ def squad_dataset(windows, batch_size, shuffle_buffer=0, seed=None, drop_remaind
     return prefetched(ds.batch(batch_size, drop_remainder=drop_remainder))
 
 
-def squad_windows_graph(question_ids, context_ids, context_starts, context_ends,
-                        max_sequence_length, doc_stride, max_query_length, cls_id, sep_id,
-                        pad_id):
-    """`squad_windows` as TensorFlow ops, for serving: the same windows from tokenized text.
+def span_qa_windows_graph(question_ids, context_ids, context_starts, context_ends,
+                          max_sequence_length, doc_stride, max_query_length, cls_id, sep_id,
+                          pad_id):
+    """`span_qa_windows` as TensorFlow ops, for serving: the same windows from tokenized text.
 
-    The windows, their packing and the max-context rule are those of `squad_windows`; there
+    The windows, their packing and the max-context rule are those of `span_qa_windows`; there
     are no labels. An example whose context has no tokens, or whose (cut) question leaves no
-    room for context, gets no window (`squad_windows` raises for both).
+    room for context, gets no window (`span_qa_windows` raises for both).
 
     Args:
         question_ids: (batch, None) ragged token ids of the questions.
         context_ids, context_starts, context_ends: (batch, None) ragged token ids and
             [start, end) character offsets of the contexts.
-        max_sequence_length, doc_stride, max_query_length: Python ints, as in `squad_windows`.
+        max_sequence_length, doc_stride, max_query_length: Python ints, as in `span_qa_windows`.
         cls_id, sep_id, pad_id: the special token ids.
 
     Returns:
@@ -293,3 +294,10 @@ def squad_windows_graph(question_ids, context_ids, context_starts, context_ends,
         "context_mask": in_context,
         "max_context_mask": max_context,
     }
+
+
+# Deprecated: the former names of `span_qa_windows`, `span_qa_dataset` and
+# `span_qa_windows_graph` (CHANGELOG).
+squad_windows = span_qa_windows
+squad_dataset = span_qa_dataset
+squad_windows_graph = span_qa_windows_graph

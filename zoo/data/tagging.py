@@ -9,7 +9,7 @@ form of transformers' label -100 (`ignore_index` of torch's cross-entropy).
 
 A word gets no sub-token when it tokenizes to nothing (a lone soft hyphen, as transformers
 also drops it) or when `max_sequence_length` cuts it off; such words have no position in the
-labels. `ner_dataset` counts both, logs a warning on the "zoo.data" logger and keeps the counts
+labels. `tagging_dataset` counts both, logs a warning on the "zoo.data" logger and keeps the counts
 in the dataset's `report`; `word_ids` (opt-in with `with_word_ids=True`) maps each token
 position back to its word for evaluation.
 """
@@ -69,7 +69,7 @@ def align_tokens(words, tokenizer, max_sequence_length):
 
 @dataclasses.dataclass
 class AlignmentReport:
-    """Words of a `ner_dataset` that got no labelled position (so are absent from `y`)."""
+    """Words of a `tagging_dataset` that got no labelled position (so are absent from `y`)."""
 
     sentences: int = 0
     words: int = 0
@@ -102,8 +102,8 @@ def _alignment_report(words, tokenizer, max_sequence_length, chunk=8192):
     return report
 
 
-def ner_dataset(examples, tokenizer, label_names, batch_size, max_sequence_length=128,
-                shuffle_buffer=0, seed=None, drop_remainder=False, with_word_ids=False):
+def tagging_dataset(examples, tokenizer, label_names, batch_size, max_sequence_length=128,
+                    shuffle_buffer=0, seed=None, drop_remainder=False, with_word_ids=False):
     """A tf.data pipeline of `(x, y, sample_weight)` batches for token classification.
 
     `x` holds `token_ids`, `segment_ids` (zeros) and `padding_mask`; `y` is (batch, length)
@@ -133,8 +133,8 @@ def ner_dataset(examples, tokenizer, label_names, batch_size, max_sequence_lengt
         >>> from zoo.tokenizers import WordPieceTokenizer
         >>> tokenizer = WordPieceTokenizer(
         ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "eu", "rej", "##ects"])
-        >>> ds = ner_dataset([{"words": ["EU", "rejects"], "tags": ["B-ORG", "O"]}], tokenizer,
-        ...                  ["O", "B-ORG"], batch_size=8, max_sequence_length=6)
+        >>> ds = tagging_dataset([{"words": ["EU", "rejects"], "tags": ["B-ORG", "O"]}],
+        ...                      tokenizer, ["O", "B-ORG"], batch_size=8, max_sequence_length=6)
         >>> x, y, sample_weight = next(iter(ds))
         >>> y.numpy().tolist(), sample_weight.numpy().tolist()
         ([[0, 1, 0, 0, 0, 0]], [[0.0, 1.0, 1.0, 0.0, 0.0, 0.0]])
@@ -152,7 +152,7 @@ def ner_dataset(examples, tokenizer, label_names, batch_size, max_sequence_lengt
         tags.append([label_ids[t] for t in example["tags"]])
     report = _alignment_report(words, tokenizer, max_sequence_length)
     if report.words_unlabelled:
-        logger.warning("ner_dataset: %s", report)
+        logger.warning("tagging_dataset: %s", report)
     ds = tf.data.Dataset.from_tensor_slices((
         tf.ragged.constant(words, dtype=tf.string, row_splits_dtype=tf.int64),
         tf.ragged.constant(tags, dtype=tf.int32, row_splits_dtype=tf.int64)))
@@ -176,3 +176,7 @@ def ner_dataset(examples, tokenizer, label_names, batch_size, max_sequence_lengt
     ds = prefetched(ds.map(prepare, num_parallel_calls=tf.data.AUTOTUNE))
     ds.report = report
     return ds
+
+
+# Deprecated: the former name of `tagging_dataset` (CHANGELOG).
+ner_dataset = tagging_dataset

@@ -268,7 +268,7 @@ def with_bfloat16_weights(model):
     stored = {layer.path: keras.dtype_policies.DTypePolicy("bfloat16")
               for layer in model._flatten_layers() if _read_in_compute_dtype(layer)}
     return with_dtype_policy(model, keras.dtype_policies.DTypePolicyMap("mixed_bfloat16",
-                                                                         stored))
+                                                                        stored))
 
 
 def new_version(base, version=None):

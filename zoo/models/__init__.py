@@ -11,12 +11,24 @@ import keras
 from zoo.models.backbone import Backbone
 from zoo.models.bert import BertBackbone
 from zoo.models.gpt import GPTBackbone
-from zoo.models.head_models import (BertClassifier, BertFeatureTagger, BertForPreTraining,
-                                    BertMaskedLM, BertMultipleChoice, BertPretrainer,
-                                    BertPretrainingModel, BertSpanQA, BertTokenClassifier,
-                                    CausalLanguageModel, CausalLM, GPTClassifier,
-                                    GPTLanguageModel, GPTLMHeadModel, HiddenStateFeatures,
-                                    ViTClassifier)
+from zoo.models.head_models import (
+    BertClassifier,
+    BertFeatureTagger,
+    BertForPreTraining,
+    BertMaskedLM,
+    BertMultipleChoice,
+    BertPretrainer,
+    BertPretrainingModel,
+    BertSpanQA,
+    BertTokenClassifier,
+    CausalLanguageModel,
+    CausalLM,
+    GPTClassifier,
+    GPTLanguageModel,
+    GPTLMHeadModel,
+    HiddenStateFeatures,
+    ViTClassifier,
+)
 from zoo.models.lstm import LSTMBackbone
 from zoo.models.presets import PRESETS
 from zoo.models.vit import ViTBackbone

@@ -9,8 +9,13 @@ output used for classification. Feed-forward width is 4H (section 3, footnote on
 import keras
 from keras import ops
 
-from zoo.layers import (AttentionMask, LastTokenPooling, PositionEmbedding, RowDropout,
-                        TransformerBlock)
+from zoo.layers import (
+    AttentionMask,
+    LastTokenPooling,
+    PositionEmbedding,
+    RowDropout,
+    TransformerBlock,
+)
 from zoo.layers.initializers import clone_initializer
 from zoo.models.backbone import Backbone
 

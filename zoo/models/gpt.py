@@ -11,8 +11,7 @@ Transformer, and no final LayerNorm. The LM head is the transposed token embeddi
 
 import keras
 
-from zoo.layers import (AttentionMask, PositionEmbedding, RowDropout, TiedEmbedding,
-                        TransformerBlock)
+from zoo.layers import AttentionMask, PositionEmbedding, RowDropout, TiedEmbedding, TransformerBlock
 from zoo.layers.initializers import clone_initializer
 from zoo.models.backbone import Backbone
 

@@ -155,7 +155,7 @@ class GPTTokenizer(base.Tokenizer):
         chars = tf.strings.unicode_split(unique, "UTF-8")
         last = tf.scatter_nd(chars.row_splits[1:, tf.newaxis] - 1,
                              tf.ones([tf.size(unique)], tf.bool), tf.shape(chars.values,
-                                                                          out_type=tf.int64))
+                                                                           out_type=tf.int64))
         symbols = tf.where(last, tf.strings.join([chars.values, self.end_of_word_suffix]),
                            chars.values)
         symbols, splits, lengths = self._merger(symbols, chars.row_splits)

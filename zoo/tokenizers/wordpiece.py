@@ -102,9 +102,9 @@ class WordPieceTokenizer(base.Tokenizer):
         word_first = tf.gather(words.char_splits, word)
         word_bytes = tf.gather(tf.concat([char_bytes, [0]], axis=0), word_first)
         first = tf.searchsorted(char_bytes, word_bytes + byte_starts.values, side="left",
-                              out_type=tf.int64)
+                                out_type=tf.int64)
         last = tf.searchsorted(char_bytes, word_bytes + byte_ends.values, side="left",
-                             out_type=tf.int64) - 1
+                               out_type=tf.int64) - 1
         # A too-long word is one unk piece spanning the whole word.
         long_piece = tf.gather(too_long, word)
         first = tf.where(long_piece, word_first, first)

@@ -22,14 +22,26 @@ The names task files use are importable from here (`from zoo import training`;
 from zoo.training.callbacks import TrainingError
 from zoo.training.distribution import jax_distribution, join_cluster
 from zoo.training.loop import Schedule, StepCounts, compile_model, fit, optimizer
-from zoo.training.run_dir import (RUN_FILES, check_run_dir, checkpoint_path, create_run_dir,
-                                  load_run, read_metrics, save_model)
+from zoo.training.run_dir import (
+    RUN_FILES,
+    check_run_dir,
+    checkpoint_path,
+    create_run_dir,
+    load_run,
+    read_metrics,
+    save_model,
+)
 from zoo.training.run_lock import check_unlocked
-from zoo.training.starting_points import (copy_vocabulary, load_backbone, load_tokenizer,
-                                          vocabulary_path)
+from zoo.training.starting_points import (
+    copy_vocabulary,
+    load_backbone,
+    load_tokenizer,
+    vocabulary_path,
+)
 from zoo.training.task import Phase, Task
 
-__all__ = ["RUN_FILES", "Phase", "Schedule", "Task", "TrainingError", "check_run_dir",
+# Also importable, not in __all__: `Schedule`, the deprecated former name of `StepCounts`.
+__all__ = ["RUN_FILES", "Phase", "StepCounts", "Task", "TrainingError", "check_run_dir",
            "check_unlocked", "checkpoint_path", "compile_model", "copy_vocabulary",
            "create_run_dir", "fit", "jax_distribution", "join_cluster", "load_backbone",
            "load_run", "load_tokenizer", "optimizer", "read_metrics", "save_model",

@@ -29,12 +29,12 @@ class StepLogger(keras.callbacks.Callback):
     call (wrong after a resume) and logs the learning rate only once per epoch.
     """
 
-    def __init__(self, log_dir, schedule, log_every):
+    def __init__(self, log_dir, counts, log_every):
         super().__init__()
         import tensorflow as tf
 
         self.writer = tf.summary.create_file_writer(os.path.join(log_dir, "train"))
-        self.schedule, self.log_every = schedule, log_every
+        self.counts, self.log_every = counts, log_every
         self.bar = None
 
     def step(self):
@@ -42,7 +42,7 @@ class StepLogger(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         if self.bar is None:
-            self.bar = progress_bar(total=self.schedule.total, desc="train", unit="step")
+            self.bar = progress_bar(total=self.counts.total, desc="train", unit="step")
         self.bar.n = self.step()
         self.bar.refresh()
 
@@ -52,7 +52,7 @@ class StepLogger(keras.callbacks.Callback):
         step = self.step()
         self.bar.update(step - self.bar.n)
         logs = logs or {}
-        if step % self.log_every and step != self.schedule.total:
+        if step % self.log_every and step != self.counts.total:
             return
         optimizer = getattr(self.model.optimizer, "inner_optimizer", self.model.optimizer)
         rate = optimizer.learning_rate

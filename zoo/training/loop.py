@@ -19,12 +19,10 @@ import keras
 from zoo import config as config_lib
 from zoo import files
 from zoo.optimization import build_optimizer
-from zoo.training import backups
+from zoo.training import backups, preemption, run_lock, starting_points
 from zoo.training import callbacks as callbacks_lib
 from zoo.training import distribution as distribution_lib
-from zoo.training import preemption
 from zoo.training import run_dir as run_dir_lib
-from zoo.training import run_lock, starting_points
 
 
 class StepCounts:

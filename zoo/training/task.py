@@ -9,9 +9,9 @@ only what `model.fit` and the run directory need:
     required                         who calls it
     name, config, main_metric        fit, Evaluator (the metric best.keras is kept by)
     build_model()                    fit, under the distribution scope
-    steps_per_epoch()                fit, for the `Schedule` (total steps, warmup, rounds)
+    steps_per_epoch()                fit, for the `StepCounts` (total steps, warmup, rounds)
     losses_and_metrics(model)        `compile`: the task's own part of `model.compile`
-    phases(schedule)                 fit: the training data of each span of rounds, resumable
+    phases(counts)                   fit: the training data of each span of rounds, resumable
     evaluate(model, split, ...)      Evaluator after every round, `zoo evaluate`
 
     optional, with defaults here     default
@@ -21,7 +21,7 @@ only what `model.fit` and the run directory need:
     serving(model, run_dir)          an error: the task cannot be exported
 
 The optimizer and its schedule are not the task's: `compile` builds them from `config.train`
-and the step counts of `Schedule`, then adds the task's losses and metrics. Where the
+and the `StepCounts`, then adds the task's losses and metrics. Where the
 examples of a resumed run start is asked of the task through `phases`: each `Phase` builds
 its dataset from the number of batches already trained.
 """
@@ -74,8 +74,9 @@ class Task(abc.ABC):
         `weighted_metrics`), with `loss_weights` where there are several losses."""
 
     @abc.abstractmethod
-    def phases(self, schedule):
-        """The `Phase`s of a run cut into `schedule.rounds` rounds, in order."""
+    def phases(self, counts):
+        """The `Phase`s of a run cut into `counts.rounds` rounds (`counts`: its `StepCounts`),
+        in order."""
 
     @abc.abstractmethod
     def evaluate(self, model, split="dev", path=None, return_predictions=False):
@@ -101,8 +102,8 @@ class Task(abc.ABC):
 
     def compile(self, model, total_steps=None, warmup_steps=None):
         """`model.compile` with the task's losses and metrics and the optimizer of `train`
-        (the step counts of `Schedule` unless given), as `fit` compiles it."""
+        (those of `StepCounts` unless given), as `fit` compiles it."""
         if total_steps is None:
-            schedule = loop.Schedule(self.config.train, self.steps_per_epoch())
-            total_steps, warmup_steps = schedule.total, schedule.warmup
+            counts = loop.StepCounts(self.config.train, self.steps_per_epoch())
+            total_steps, warmup_steps = counts.total, counts.warmup
         loop.compile_model(model, self, total_steps, warmup_steps)

@@ -66,8 +66,16 @@ against the reference row has the paper's sign.
 
 from zoo_tasks.reproduce.report import describe, dry_run, write_outputs
 from zoo_tasks.reproduce.run import reproduce, results
-from zoo_tasks.reproduce.tables import (SCALES, TABLE_ROOT, TableError, command, load_table, plan,
-                                        table_names, table_path)
+from zoo_tasks.reproduce.tables import (
+    SCALES,
+    TABLE_ROOT,
+    TableError,
+    command,
+    load_table,
+    plan,
+    table_names,
+    table_path,
+)
 
 __all__ = ["SCALES", "TABLE_ROOT", "TableError", "command", "describe", "dry_run",
            "load_table", "plan", "reproduce", "results", "table_names", "table_path",

@@ -6,12 +6,19 @@ import json
 import math
 import os
 
-from zoo_tasks.reproduce.tables import (SUSTAINED_FLOPS, command, load_table, plan,
-                                    scale_rows, shell_quote, table_name)
 import zoo
 from zoo import config as config_lib
 from zoo import files, tokenizers
 from zoo.files import write_text
+from zoo_tasks.reproduce.tables import (
+    SUSTAINED_FLOPS,
+    command,
+    load_table,
+    plan,
+    scale_rows,
+    shell_quote,
+    table_name,
+)
 
 
 def read_json(path, default):

@@ -7,17 +7,23 @@ import time
 import numpy as np
 import yaml
 
-from zoo_tasks import runs
-from zoo_tasks.reproduce.report import read_json, write_outputs
-from zoo_tasks import zero_shot
-from zoo_tasks.reproduce.tables import (TRAINED, TableError, command, plan, scale_columns,
-                                        scale_rows, table_name)
 from zoo import config as config_lib
 from zoo import files, training
-from zoo.data.corpus import default_workers, write_corpus
 from zoo.data.pretraining import write_pretraining_data
+from zoo.data.pretraining.corpus import default_workers, write_corpus
 from zoo.files import write_text
 from zoo.tokenizers import train_vocabulary
+from zoo_tasks import runs, zero_shot
+from zoo_tasks.reproduce.report import read_json, write_outputs
+from zoo_tasks.reproduce.tables import (
+    TRAINED,
+    TableError,
+    command,
+    plan,
+    scale_columns,
+    scale_rows,
+    table_name,
+)
 
 
 def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwrite=False,

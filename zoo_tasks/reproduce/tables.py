@@ -8,11 +8,11 @@ import re
 
 import yaml
 
-from zoo_tasks import zero_shot
 from zoo import config as config_lib
 from zoo import files
 from zoo.data.samples.common import CORPUS, LAYOUT
 from zoo.training.run_dir import checkpoint_path
+from zoo_tasks import zero_shot
 
 TABLE_ROOT = os.path.join(os.path.dirname(config_lib.CONFIG_ROOT), "reproduce")
 SCALES = ("paper", "small", "sample", "cpu")

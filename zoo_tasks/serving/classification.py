@@ -4,9 +4,9 @@ style (BERT or GPT-1) by the task's own `inputs`."""
 
 import tensorflow as tf
 
+from zoo import export
 from zoo_tasks.base import inference_model
 from zoo_tasks.serving.common import probabilities_and_names
-from zoo import export
 
 
 def signatures(task, model, run_dir=None):

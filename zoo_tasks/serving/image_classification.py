@@ -4,9 +4,9 @@ class name out."""
 
 import tensorflow as tf
 
-from zoo_tasks.serving.common import probabilities_and_names
 from zoo import export
-from zoo.data.images import decode_image
+from zoo.data.image_classification import decode_image
+from zoo_tasks.serving.common import probabilities_and_names
 
 
 def signatures(task, model, run_dir=None):
@@ -15,8 +15,8 @@ def signatures(task, model, run_dir=None):
 
     `serving_default`: `image_bytes` [batch] string (JPEG, PNG, GIF or BMP file contents)
     in, decoded, resized and normalised by the training pipeline's own ops
-    (`zoo.data.images.decode_image`); `probabilities` [batch, classes] float32 and `label`
-    [batch] string (the class folder names) out. Bytes that do not decode (corrupt, not
+    (`zoo.data.image_classification.decode_image`); `probabilities` [batch, classes] float32
+    and `label` [batch] string (the class folder names) out. Bytes that do not decode (corrupt, not
     an image, empty) fail the request with an InvalidArgumentError; a batch of 0 gives
     [0, classes] and [0]. `serving_ids`: `pixels` [batch, H, W, 3] float32, already
     normalised to the model's range ([-1, 1] for ViT), in; the same outputs.

@@ -4,10 +4,10 @@ task's `dataset` does, in the run's style (BERT or GPT-1), with the same truncat
 
 import tensorflow as tf
 
-from zoo_tasks.base import inference_model
-from zoo_tasks.serving.common import valid_utf8
 from zoo import export
 from zoo.data import packing
+from zoo_tasks.base import inference_model
+from zoo_tasks.serving.common import valid_utf8
 
 
 def signatures(task, model, run_dir=None):

@@ -1,15 +1,15 @@
 """Serving of span question answering (SQuAD v1.1 and v2.0): a raw question and context in,
 the answer out, computed in the SavedModel graph as `evaluate` computes it: the doc-stride
-windows of `zoo.data.span_qa.squad_windows_graph`, the model CHUNK windows at a time, the
+windows of `zoo.data.span_qa.span_qa_windows_graph`, the model CHUNK windows at a time, the
 post-processing of `zoo_tasks.span_qa_decoding.best_spans_graph` (both tested equal to their Python
 versions) and, for v2.0, the run's tuned null threshold τ."""
 
 import tensorflow as tf
 
-from zoo_tasks.span_qa_decoding import best_spans_graph, logits_at_full_length
 from zoo import export
 from zoo.data import packing
-from zoo.data.span_qa import squad_windows_graph
+from zoo.data.span_qa import span_qa_windows_graph
+from zoo_tasks.span_qa_decoding import best_spans_graph, logits_at_full_length
 
 CHUNK = 32  # windows per model call in serving
 
@@ -83,7 +83,7 @@ def signatures(task, model, run_dir=None):
         context = tf.strings.unicode_encode(chars, "UTF-8")
         question_ids = tok(question)
         context_ids, starts, ends = tok.tokenize_with_offsets(context)
-        windows = squad_windows_graph(
+        windows = span_qa_windows_graph(
             question_ids, context_ids, starts, ends, data.sequence_length,
             data.doc_stride, data.max_query_length, tok.cls_token_id, tok.sep_token_id,
             tok.pad_token_id)

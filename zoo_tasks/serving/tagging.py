@@ -4,10 +4,10 @@ sub-token as the task's `predict` reads it."""
 
 import tensorflow as tf
 
-from zoo_tasks.serving.common import probabilities_and_names, valid_utf8
 from zoo import export
 from zoo.data import packing
 from zoo.data.tagging import align_tokens
+from zoo_tasks.serving.common import probabilities_and_names, valid_utf8
 
 
 def signatures(task, model, run_dir=None):

@@ -27,12 +27,22 @@ unpadded), `segment_ids` (0 for [CLS] A [SEP], 1 for B [SEP]) and `next_sentence
 `instances` is the offline part (documents to shards), `dataset` the tf.data part (masking).
 """
 
-from zoo.data.pretraining.dataset import (ExactRateItemSelector, StatelessMaskValuesChooser,
-                                          mask_tokens, pretraining_dataset)
 from zoo.data.pretraining.chunks import CHUNK_BYTES, plan_chunks
-from zoo.data.pretraining.instances import (POOL_SIZE, create_instances, iter_documents,
-                                            iter_pools, load_tokenizer, read_documents,
-                                            write_pretraining_data)
+from zoo.data.pretraining.dataset import (
+    ExactRateItemSelector,
+    StatelessMaskValuesChooser,
+    mask_tokens,
+    pretraining_dataset,
+)
+from zoo.data.pretraining.instances import (
+    POOL_SIZE,
+    create_instances,
+    iter_documents,
+    iter_pools,
+    load_tokenizer,
+    read_documents,
+    write_pretraining_data,
+)
 from zoo.data.pretraining.runner import METADATA
 
 __all__ = ["CHUNK_BYTES", "METADATA", "POOL_SIZE", "ExactRateItemSelector",

@@ -11,7 +11,7 @@ reads a task, with which options, is the task's record in `zoo.data.benchmarks`,
 """
 
 from zoo.data.readers.errors import DataError, Report
-from zoo.data.readers.images import IMAGE_EXTENSIONS, image_classes
+from zoo.data.readers.image_classification import IMAGE_EXTENSIONS, image_classes
 from zoo.data.readers.tagging import CONLL_TAGS, ENTITY_TYPES, to_iob2
 
 __all__ = ["CONLL_TAGS", "ENTITY_TYPES", "IMAGE_EXTENSIONS", "DataError", "Report",

@@ -6,8 +6,15 @@ import os
 
 from zoo import files
 from zoo.data.readers.errors import DataError
-from zoo.data.readers.text import (checked_label, checked_rows, column_index, json_field,
-                                   load_json, numbered_lines, walk_visible)
+from zoo.data.readers.text import (
+    checked_label,
+    checked_rows,
+    column_index,
+    json_field,
+    load_json,
+    numbered_lines,
+    walk_visible,
+)
 
 
 def _csv_records(path, report):

@@ -12,9 +12,9 @@ def squad_version(path):
     Examples:
         >>> import json, pathlib, tempfile
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "mine.json"
-        >>> _ = path.write_text(json.dumps({"data": [{"paragraphs": [{"context": "It rained.",
-        ...     "qas": [{"id": "q1", "question": "Snow?", "answers": [],
-        ...              "is_impossible": True}]}]}]}))
+        >>> question = {"id": "q1", "question": "Snow?", "answers": [], "is_impossible": True}
+        >>> paragraph = {"context": "It rained.", "qas": [question]}
+        >>> _ = path.write_text(json.dumps({"data": [{"paragraphs": [paragraph]}]}))
         >>> squad_version(path)
         2
     """

@@ -21,8 +21,14 @@ import re
 from zoo import files
 from zoo.data.readers.csv_records import csv_records
 from zoo.data.readers.errors import DataError
-from zoo.data.readers.text import (checked_label, checked_rows, file_format, json_line,
-                                   numbered_lines, walk_visible)
+from zoo.data.readers.text import (
+    checked_label,
+    checked_rows,
+    file_format,
+    json_line,
+    numbered_lines,
+    walk_visible,
+)
 
 FORMATS = ("csv", "tsv", "jsonl", "parquet", "folder")
 LABEL_KINDS = ("single", "regression", "multi_label")
@@ -33,7 +39,7 @@ _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl",
 _UNWRITABLE = re.compile(r"[\t\r\n]")
 
 
-def table_format(path, format=None):  # noqa: A002 - the name of the config field
+def table_format(path, format=None):  # `format`: the config field
     """The format of `path`, one of FORMATS: `format` if given, "folder" for a directory, else
     by extension (case-insensitive; .json is read as JSON lines; no .gz).
 
@@ -47,7 +53,7 @@ def table_format(path, format=None):  # noqa: A002 - the name of the config fiel
                        "file or a folder of class folders (or data.format)")
 
 
-def read_table(path, report, format=None, text_column="text",  # noqa: A002
+def read_table(path, report, format=None, text_column="text",
                text_pair_column=None, label_column="label", id_column=None, label_kind="single",
                label_separator=",", label_required=True, labels=None):
     """{"id", "sentence1", ("sentence2" with `text_pair_column`), "label"} per row of a file.

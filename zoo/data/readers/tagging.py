@@ -81,7 +81,7 @@ def to_iob2(tags):
             else tag for i, tag in enumerate(tags)]
 
 
-def tags_format(path, format=None):  # noqa: A002 - the name of the config field
+def tags_format(path, format=None):  # `format`: the config field
     """The format of `path`, one of TAG_FORMATS: `format` if given, else by extension
     (case-insensitive; .json is read as JSON lines).
 
@@ -107,7 +107,7 @@ def read_conll2003(path, report, convert_to_iob2=False):
                        convert_to_iob2=convert_to_iob2)
 
 
-def read_tagged(path, report, format=None, tokens_column="tokens",  # noqa: A002
+def read_tagged(path, report, format=None, tokens_column="tokens",
                 tags_column="tags", labels=None, label_required=True, columns=Columns(),
                 convert_to_iob2=False):
     """{"id", "words", "tags"} per sentence of a CoNLL or JSON-lines file.

@@ -12,7 +12,7 @@ from zoo import files
 from zoo.data.readers.errors import DataError, Report
 
 
-def file_format(path, format, formats, extensions, expected):  # noqa: A002 - config field
+def file_format(path, format, formats, extensions, expected):  # `format`: the config field
     """The format of a user's file: `format` if given (one of `formats`, else ValueError),
     else the one `extensions` ({".csv": "csv", ...}, lower case) maps its extension to,
     case-insensitive; an unknown extension is a DataError saying what was `expected`."""

@@ -31,9 +31,9 @@ Examples:
     >>> next(iter(read_examples("glue/sst2", f"{out}/{LAYOUT['glue/sst2']['train']}")))
     {'id': '2', 'sentence1': 'a delightful , charming script ', 'label': '1'}
 
-One module per group of datasets (`pairs`, `span_qa`, `multiple_choice` and `endings`,
-`tagging`, `images`, `corpus`), written about the world in `words`; `common` holds the layout
-and file writers.
+One module per task family, named by it (`classification`: GLUE, SNLI, SciTail; `span_qa`;
+`multiple_choice`: RACE, SWAG, Story Cloze; `tagging`; `image_classification`; `pretraining`:
+the corpus), written about the world in `words`; `common` holds the layout and file writers.
 """
 
 import copy
@@ -42,14 +42,23 @@ import os
 import random
 
 from zoo import files
+from zoo.data.samples.classification import (
+    write_cola,
+    write_mnli,
+    write_mrpc,
+    write_qnli,
+    write_qqp,
+    write_rte,
+    write_scitail,
+    write_snli,
+    write_sst2,
+    write_stsb,
+    write_wnli,
+)
 from zoo.data.samples.common import CORPUS, LAYOUT, MANIFEST, TRAIN, training_rows
-from zoo.data.samples.corpus import write_corpus
-from zoo.data.samples.endings import write_story_cloze, write_swag
-from zoo.data.samples.images import write_images
-from zoo.data.samples.multiple_choice import KINDS, write_race
-from zoo.data.samples.pairs import (write_cola, write_mnli, write_mrpc, write_qnli, write_qqp,
-                                    write_rte, write_scitail, write_snli, write_sst2, write_stsb,
-                                    write_wnli)
+from zoo.data.samples.image_classification import write_images
+from zoo.data.samples.multiple_choice import KINDS, write_race, write_story_cloze, write_swag
+from zoo.data.samples.pretraining import write_corpus
 from zoo.data.samples.span_qa import write_squad
 from zoo.data.samples.tagging import write_conll2003
 from zoo.data.samples.words import FIRST, LAST

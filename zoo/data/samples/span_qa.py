@@ -6,8 +6,7 @@ import os
 
 from zoo import files
 from zoo.data.samples.common import LAYOUT
-from zoo.data.samples.words import (ANIMALS, CITIES, COMPANIES, INSTRUMENTS, PET_NAMES,
-                                    random_people)
+from zoo.data.samples.words import ANIMALS, CITIES, COMPANIES, INSTRUMENTS, PET_NAMES, random_people
 
 # relation -> (sentence, question, the answer's slot); the cue words precede the answer.
 FACTS = {

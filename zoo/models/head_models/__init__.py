@@ -35,10 +35,16 @@ from zoo.models.head_models.base import HeadModel
 from zoo.models.head_models.classification import BertClassifier, GPTClassifier
 from zoo.models.head_models.image_classification import ViTClassifier
 from zoo.models.head_models.multiple_choice import BertMultipleChoice
-from zoo.models.head_models.pretraining import (BertForPreTraining, BertMaskedLM,
-                                                BertPretrainer, BertPretrainingModel,
-                                                CausalLanguageModel, CausalLM,
-                                                GPTLanguageModel, GPTLMHeadModel)
+from zoo.models.head_models.pretraining import (
+    BertForPreTraining,
+    BertMaskedLM,
+    BertPretrainer,
+    BertPretrainingModel,
+    CausalLanguageModel,
+    CausalLM,
+    GPTLanguageModel,
+    GPTLMHeadModel,
+)
 from zoo.models.head_models.span_qa import BertSpanQA
 from zoo.models.head_models.tagging import BertFeatureTagger, BertTokenClassifier
 

@@ -9,8 +9,10 @@ names the datasets give the labels: `BertMaskedLM` (`mlm` at the masked position
 `BertPretrainer` and `CausalLanguageModel` are deprecated aliases.
 """
 
-from zoo.models.head_models.pretraining.bert_for_pretraining import (BertForPreTraining,
-                                                                     BertPretrainingModel)
+from zoo.models.head_models.pretraining.bert_for_pretraining import (
+    BertForPreTraining,
+    BertPretrainingModel,
+)
 from zoo.models.head_models.pretraining.bert_masked_lm import BertMaskedLM, BertPretrainer
 from zoo.models.head_models.pretraining.causal_lm import CausalLanguageModel, CausalLM
 from zoo.models.head_models.pretraining.gpt_lm_head_model import GPTLanguageModel, GPTLMHeadModel

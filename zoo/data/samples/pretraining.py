@@ -3,10 +3,11 @@
 import os
 
 from zoo import files
+from zoo.data.samples.classification import nli_pair
 from zoo.data.samples.common import CORPUS
-from zoo.data.samples.pairs import nli_pair
 from zoo.data.samples.span_qa import FACTS, fact
 from zoo.data.samples.words import CITIES, DAYS, FILM, NEGATIVE, POSITIVE, random_person
+
 
 def write_corpus(root, rng):
     documents = []

@@ -1,4 +1,5 @@
-"""Image folders: one noisy shape per class, each in its own colour family, as PNG files."""
+"""Image classification: a folder per class, each image one noisy shape in the class's colour
+family, as PNG files."""
 
 import os
 

@@ -15,11 +15,11 @@ import os
 
 import pytest
 
-from zoo_tasks import runs
 from tests.test_training import TINY, WIDE
 from zoo import config as config_lib
 from zoo.data import read_examples
 from zoo.data.samples import LAYOUT
+from zoo_tasks import runs
 
 TASKS = ["glue/cola", "glue/sst2", "glue/mrpc", "glue/qqp", "glue/stsb", "glue/mnli",
          "glue/qnli", "glue/rte", "glue/wnli", "snli", "scitail"]
@@ -32,7 +32,7 @@ ALL_STYLES = os.environ.get("ZOO_ALL_STYLES") == "1"
 # MRPC's margin is small: its samples do not teach the entity check without pretraining
 # (docs/measurements.md, "The test suite"). Runs are deterministic, so the numbers do not flake.
 MARGIN = collections.defaultdict(lambda: 0.2, {"glue/mrpc": 0.03, "glue/qqp": 0.1,
-                                                "glue/stsb": 0.2, "glue/qnli": 0.1})
+                                               "glue/stsb": 0.2, "glue/qnli": 0.1})
 # The fewest epochs that clear each margin in CI's style, at 64 wide (TINY) but for the WIDE
 # tasks; the other style (ZOO_ALL_STYLES=1) keeps its own (docs/measurements.md, "The test
 # suite").

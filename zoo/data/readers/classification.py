@@ -5,8 +5,14 @@ import itertools
 import re
 
 from zoo.data.readers.errors import DataError
-from zoo.data.readers.text import (checked_label, checked_rows, column_index, json_field,
-                                   json_line, numbered_lines)
+from zoo.data.readers.text import (
+    checked_label,
+    checked_rows,
+    column_index,
+    json_field,
+    json_line,
+    numbered_lines,
+)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,17 +9,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo_tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
-from tests.test_images import vit_run
+from tests.test_image_classification import vit_run
 from zoo_cli.main import main as cli
+from zoo_tasks import runs
 
 
 @pytest.fixture(scope="module")
 def exported(sample_data, tmp_path_factory, worker_id):
-    """test_images' ViT run on the sample images (trained once for both files), its export,
-    and the served answers to the module's requests (one fresh serving process: each costs
-    seconds)."""
+    """test_image_classification's ViT run on the sample images (trained once for both files),
+    its export, and the served answers to the module's requests (one fresh serving process:
+    each costs seconds)."""
     tmp = tmp_path_factory.mktemp("export_images")
     run_dir, _ = vit_run(sample_data, tmp_path_factory, worker_id)
     path = runs.export_run(str(run_dir), str(tmp / "exports"), progress=lambda line: None)
@@ -69,7 +69,7 @@ def test_image_bytes_give_the_pipeline_probabilities_and_labels(exported):
 
 
 def test_a_converted_run_classifies_like_the_export_in_transformers_pipeline(exported,
-                                                                           tmp_path):
+                                                                             tmp_path):
     """`zoo convert RUN OUT --to hf` (issue 20): ViTForImageClassification with the class
     folders as id2label gives the run's logits on the dev images, and `pipeline("image-
     classification")` on the image files (its ViTImageProcessor from the folder's
@@ -114,7 +114,7 @@ def _pixels(task, contents):
     """The training pipeline's pixels of encoded bytes: load_image on a temporary file."""
     import tempfile
 
-    from zoo.data.images import load_image
+    from zoo.data.image_classification import load_image
 
     with tempfile.NamedTemporaryFile(suffix=".jpg") as file:
         file.write(contents)

@@ -19,10 +19,10 @@ from sklearn.metrics import accuracy_score
 import zoo_tasks
 from tests.harness import shared_run
 from tests.test_optimization import cosine_reference
-from zoo_cli.main import main as cli
 from zoo import config as config_lib
 from zoo import training
 from zoo.data import DataError
+from zoo_cli.main import main as cli
 
 # A 2-layer, 64-wide ViT on 32-pixel images in 8-pixel patches (16 patches + class token).
 TINY_VIT = ["model.preset=vit_tiny16", "model.backbone.image_size=32",
@@ -39,7 +39,7 @@ def image_overrides(data_dir, *extra):
 
 def vit_run(sample_data, tmp_path_factory, worker_id):
     """The ViT of `image_overrides` trained once on the sample images for this file and
-    test_export_images (tests.harness.shared_run): (run directory, last metrics)."""
+    test_image_classification_export (tests.harness.shared_run): (run directory, last metrics)."""
     config = config_lib.resolve("vit/image_folder",
                                 image_overrides(sample_data["root"] / "images"))
     return shared_run(tmp_path_factory, worker_id, "vit_image_folder", config)
@@ -173,7 +173,7 @@ def test_the_training_stream_resumes_exactly_and_depends_on_the_seed(sample_data
         config = config_lib.resolve({"task": "image_folder"}, image_overrides(
             root, f"train.seed={seed}", "train.batch_size=4"))
         ds = zoo_tasks.create("image_folder", config).dataset("train", repeat=True,
-                                                          skip_batches=skip)
+                                                              skip_batches=skip)
         return [y["logits"].numpy().tolist() for _, y, _ in ds.take(batches)]
 
     stream = labels(0, 0, 8)

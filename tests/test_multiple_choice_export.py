@@ -14,13 +14,13 @@ import os
 import numpy as np
 import pytest
 
-from zoo_tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_multiple_choice import DEV, LENGTH, TRAIN
 from tests.test_training import TINY
 from zoo import config as config_lib
 from zoo.data import read_examples
 from zoo.data.samples import LAYOUT
+from zoo_tasks import runs
 
 ALL_STYLES = os.environ.get("ZOO_ALL_STYLES") == "1"
 CI_STYLE = {"swag": None, "race": "gpt1", "story_cloze": None}
@@ -173,8 +173,8 @@ def test_serving_packing_equals_the_datasets(sample_data, task_name, style):
     for token, in every task and style (no training: the model part is the one above)."""
     import tensorflow as tf
 
-    from zoo_tasks.serving.multiple_choice import packed_inputs
     from tests.test_multiple_choice import _task
+    from zoo_tasks.serving.multiple_choice import packed_inputs
 
     task = _task(sample_data, task_name, style, LENGTH[task_name, style])
     columns = task.examples("dev")

@@ -1,4 +1,4 @@
-"""Sentence and sentence-pair datasets: GLUE (CoLA ... WNLI), SNLI and SciTail.
+"""Classification, of sentences and sentence pairs: GLUE (CoLA ... WNLI), SNLI and SciTail.
 
 NLI labels follow from the words: entailment repeats premise words, contradiction negates
 them, neutral adds new ones.
@@ -9,9 +9,24 @@ import os
 
 from zoo import files
 from zoo.data.samples.common import LAYOUT, row_count, rows_per_split, write_tsv
-from zoo.data.samples.words import (CITIES, COMPANIES, DAYS, EXTRAS, FILM, NEGATIVE, NOUNS,
-                                    OBJECTS, POSITIVE, PRESENT, SKILLS, VERBS, binary_parse,
-                                    other_than, parse_tree, random_person)
+from zoo.data.samples.words import (
+    CITIES,
+    COMPANIES,
+    DAYS,
+    EXTRAS,
+    FILM,
+    NEGATIVE,
+    NOUNS,
+    OBJECTS,
+    POSITIVE,
+    PRESENT,
+    SKILLS,
+    VERBS,
+    binary_parse,
+    other_than,
+    parse_tree,
+    random_person,
+)
 
 
 def nli_pair(rng, label, name=None):

@@ -11,10 +11,10 @@ import json
 import numpy as np
 import pytest
 
-from zoo_tasks import runs
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_training import TINY
 from zoo_cli.main import main as cli
+from zoo_tasks import runs
 
 PROMPTS = ["the film is", "a movie about", "it was the best of times , it was the worst"]
 LONG = "the movie is good . " * 5000  # 100,000 characters

@@ -143,7 +143,7 @@ class CausalLmJob(ShardJob):
 
     def metadata(self, counts):
         totals = {split: {key: sum(c[split][key] for c in counts) for key in ("documents",
-                                                                            "tokens")}
+                                                                              "tokens")}
                   for split in ("train", "dev")}
         if not totals["dev"]["documents"]:
             raise ValueError(f"{', '.join(map(str, self.corpus_files))}: "

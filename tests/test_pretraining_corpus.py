@@ -8,9 +8,9 @@ import json
 import pytest
 from sklearn.metrics import accuracy_score
 
-from zoo_cli.main import main as cli
 from zoo import config as config_lib
-from zoo.data.corpus import split_sentences, write_corpus
+from zoo.data.pretraining.corpus import split_sentences, write_corpus
+from zoo_cli.main import main as cli
 
 
 @pytest.mark.parametrize("text, sentences", [
