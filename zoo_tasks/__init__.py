@@ -1,21 +1,20 @@
 """Tasks: a benchmark's model, data, losses, metrics and evaluation, for `model.fit`.
 
-    task = zoo_tasks.create("glue/mrpc", config)       # config: zoo.config.Experiment or a dict
-    model = task.build_model()                      # backbone + head, a Keras model
-    task.compile(model)                             # losses, metrics, AdamW + schedule
-    model.fit(task.dataset("train"), epochs=3)      # batches of (inputs, labels, weights)
-    task.evaluate(model, "dev")                     # {"f1": ..., "accuracy": ...}
+    task = zoo_tasks.create("glue/mrpc", config)  # config: zoo.config.Experiment or a dict
+    model = task.build_model()                  # backbone + head, a Keras model
+    task.compile(model)                         # losses, metrics, AdamW + schedule
+    model.fit(task.dataset("train"), epochs=3)  # batches of (inputs, labels, weights)
+    task.evaluate(model, "dev")                 # {"f1": ..., "accuracy": ...}
 
 A task is what `zoo.training.Task` (the contract `fit`, its callbacks and the export call)
 asks for, on the shared plumbing of `zoo_tasks.base.BaseTask`. The registry is `TASKS`, built
 from the benchmarks' records (`zoo.data.benchmarks`), `FAMILIES` and, for your own data's
-tasks, `OWN_DATA`. Adding a benchmark of an existing family touches its record and an
-experiment YAML (configs/experiments/<family>/<task>.yaml). Adding a task family touches four
-files: its own file here (zoo_tasks/<family>.py), its serving description
-(zoo_tasks/serving/<family>.py), its line in `FAMILIES` (`OWN_DATA` for a task on your own
-files), and an experiment YAML.
-`zoo_tasks.runs` runs an experiment end to end (`zoo train`, `zoo evaluate`, `zoo export`) on top
-of this registry.
+tasks, `OWN_DATA`. A task family's files all carry its name (docs/layout.md, "Adding a task
+family"): here its task (zoo_tasks/<family>.py) and its serving signatures
+(zoo_tasks/serving/<family>.py), with its line in `FAMILIES` (or `OWN_DATA`). A benchmark of
+an existing family is its record and an experiment YAML
+(configs/experiments/<model>/<task>.yaml). `zoo_tasks.runs` runs an experiment end to end
+(`zoo train`, `zoo evaluate`, `zoo export`) on top of this registry.
 """
 
 from zoo import config as config_lib

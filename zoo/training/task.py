@@ -2,9 +2,8 @@
 
 `fit` (loop.py), the `Evaluator` callback (callbacks.py) and `zoo.export` know a task only
 through this class; the task families in zoo_tasks/ subclass it (through
-`zoo_tasks.base.BaseTask`). As in
-Model Garden's `base_task.Task`, the contract sits beside the trainer that calls it and holds
-only what `model.fit` and the run directory need:
+`zoo_tasks.base.BaseTask`). As in Model Garden's `base_task.Task`, the contract sits beside the
+trainer that calls it and holds only what `model.fit` and the run directory need:
 
     required                         who calls it
     name, config, main_metric        fit, Evaluator (the metric best.keras is kept by)
@@ -21,9 +20,9 @@ only what `model.fit` and the run directory need:
     serving(model, run_dir)          an error: the task cannot be exported
 
 The optimizer and its schedule are not the task's: `compile` builds them from `config.train`
-and the `StepCounts`, then adds the task's losses and metrics. Where the
-examples of a resumed run start is asked of the task through `phases`: each `Phase` builds
-its dataset from the number of batches already trained.
+and the `StepCounts`, then adds the task's losses and metrics. Where the examples of a resumed
+run start is asked of the task through `phases`: each `Phase` builds its dataset from the
+number of batches already trained.
 """
 
 import abc

@@ -14,31 +14,28 @@ A table is data, one YAML file under configs/reproduce/<family>/<table>.yaml:
     pretraining          {name: {experiment, set: [k=v ...], shards: bool, train_examples}}:
                          the pretraining runs the rows start from (shards: the experiment
                          reads `zoo data pretrain` shards, written from the corpus)
-    columns              {name: {title, experiment, metric, percent, set, train_examples}}:
-                         one fine-tuning task per column; `metric` is a key of its
-                         metrics.json, a fraction shown x 100 (`percent: false`: shown as
-                         it is, e.g. perplexity, SQuAD F1); `source: pretraining` reads the
-                         row's pretraining run; `source: zero_shot` with `task` (one of
-                         zoo_tasks.zero_shot.TASKS) scores the row's language model on the task's
-                         dev file, no fine-tuning (`zoo evaluate --zero-shot`; GPT-1
-                         Figure 2 right). All are checked as each cell finishes
-    rows                 {name: {title, pretraining: name|null, updates: N, set: [...],
-                         experiments: {column: experiment}, paper: {column: number},
-                         baseline}}: null is "w/o pre-training" (random initialization);
-                         `baseline: bag_of_words` is no network (zoo_benchmarks.baselines: one cell
-                         per column, no seeds, RUN/cells/<row>/<column>); `library:
-                         transformers` trains the row's pretraining and cells with
-                         transformers and torch on zoo's batches and recipe
-                         (zoo_benchmarks.transformers_recipe; RUN/transformers/pretraining/<name>,
-                         after all of zoo's steps); `updates` starts
-                         from the pretraining's model after N updates (its pretraining then
-                         keeps a checkpoint at every evaluation, `train.keep_checkpoints`;
-                         N must be a step that evaluates); `experiments` replaces a
-                         column's experiment in this row (BERT Table 7's feature-based rows)
+    columns              {name: {title, experiment, metric, percent, set, train_examples}}: one
+                         fine-tuning task per column; `metric` is a key of its metrics.json, a
+                         fraction shown x 100 (`percent: false`: shown as it is, e.g. perplexity,
+                         SQuAD F1); `source: pretraining` reads the row's pretraining run; `source:
+                         zero_shot` with `task` (one of zoo_tasks.zero_shot.TASKS) scores the row's
+                         language model on the task's dev file, no fine-tuning (`zoo evaluate
+                         --zero-shot`; GPT-1 Figure 2 right). All are checked as each cell finishes
+    rows                 {name: {title, pretraining: name|null, updates: N, set: [...], experiments:
+                         {column: experiment}, paper: {column: number}, baseline}}: null is "w/o
+                         pre-training" (random initialization); `baseline: bag_of_words` is no
+                         network (zoo_benchmarks.baselines: one cell per column, no seeds,
+                         RUN/cells/<row>/<column>); `library: transformers` trains the row's
+                         pretraining and cells with transformers and torch on zoo's batches and
+                         recipe (zoo_benchmarks.transformers_recipe;
+                         RUN/transformers/pretraining/<name>, after all of zoo's steps); `updates`
+                         starts from the pretraining's model after N updates (its pretraining then
+                         keeps a checkpoint at every evaluation, `train.keep_checkpoints`; N must be
+                         a step that evaluates); `experiments` replaces a column's experiment in
+                         this row (BERT Table 7's feature-based rows)
     scales               {paper|small|sample|cpu: {description, seeds, rows, columns, set,
-                         pretraining_set, finetuning_set, pretraining_overrides: {name:
-                         [...]}, column_overrides and row_overrides: {name: [...]},
-                         vocabulary_size,
+                         pretraining_set, finetuning_set, pretraining_overrides: {name: [...]},
+                         column_overrides and row_overrides: {name: [...]}, vocabulary_size,
                          dupe_factor (of the `zoo data pretrain` shards, default 1)}}
 
 `{data_root}` in any of these settings is --data-root (a task of your own data names its
