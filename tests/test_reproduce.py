@@ -1,6 +1,7 @@
 """`zoo reproduce`: the tables' YAMLs, --list, --dry-run, and a reproduction killed with SIGKILL
 in the middle of a cell that ends with the numbers of an uninterrupted one."""
 
+import collections
 import csv
 import json
 import os
@@ -27,18 +28,23 @@ def test_every_table_parses_and_names_existing_experiments_and_keys():
     keys are errors); the tables the issue asks for are there."""
     names = reproduce.table_names()
     assert set(names) == {"gpt1/table5", "gpt1/figure2", "gpt1/figure2_right", "bert/table5",
-                          "bert/table6", "bert/table7", "bert/table8", "bert/imdb"}, names
+                          "bert/table6", "bert/table7", "bert/table8", "bert/imdb",
+                          "bert/imdb_pretrained"}, names
     for name in names:
         table = reproduce.load_table(name)
         papers = {"paper", "small", "sample"}  # the papers' tables; real data at CPU scale
-        assert set(table["scales"]) == ({"cpu"} if name == "bert/imdb" else papers), name
+        real = name.startswith("bert/imdb")
+        assert set(table["scales"]) == ({"cpu"} if real else papers), name
         for scale in table["scales"]:
             steps = reproduce.plan(table, scale, "DATA", "RUN")
             assert any(s["kind"] in ("finetuning", "zero_shot") for s in steps), (name, scale)
             for step in steps:
                 if step["kind"] in ("pretraining", "finetuning"):
                     config = config_lib.resolve(step["experiment"], step["overrides"])
-                    if config.task == "text_classification":  # own data: its files
+                    if name == "bert/imdb_pretrained":  # its subset of DATA's files
+                        assert config.data.train_file == "RUN/data/subset/train.csv", step
+                        assert config.data.dev_file == "RUN/data/subset/test.csv", step
+                    elif config.task == "text_classification":  # own data: its files
                         assert config.data.train_file == "DATA/train", step
                         assert config.data.dev_file == "DATA/test", step
                     else:
@@ -70,6 +76,12 @@ def test_every_table_parses_and_names_existing_experiments_and_keys():
     ({"rows": {"no_pretraining": {"baseline": "svm"}}},
      "rows.no_pretraining.baseline: one of bag_of_words, in a row without a pretraining"),
     ({"corpus": {"strip_html": True}}, "corpus.from: missing"),
+    ({"subset": {"labels": ["neg"], "splits": {"train": {"from": "train"}}}},
+     "subset.splits.train: `from` (a path under --data-root) and `examples`"),
+    ({"vocabulary": {"kind": "checkpoint"}}, "vocabulary.kind: checkpoint (the checkpoint's "
+     "own vocabulary) needs the table's `checkpoint`"),
+    ({"columns": {"sst2": {"set": ["data.train_file={subset}/train.csv"]}}},
+     "'data.train_file={subset}/train.csv': no subset given"),
 ])
 def test_a_bad_table_is_an_error_naming_the_file_and_key(tmp_path, change, message):
     table = yaml.safe_load(open(reproduce.table_path("gpt1/table5"), encoding="utf-8"))
@@ -519,3 +531,86 @@ def test_the_imdb_table_runs_from_review_folders_beside_bag_of_words_and_transfo
     assert cells["transformers", "mlm"]["seeds"] == "1"
     assert re.search(r"^\| transformers, the same recipe \| - \| [\d.]+ \|", text, re.M), text
     assert out.index("pretraining base (transformers)") > out.index("pretrained / imdb")
+
+
+def test_the_pretrained_imdb_table_starts_from_the_checkpoint_given(tmp_path, capsys):
+    """bert/imdb_pretrained: --checkpoint (default the table's all_minilm_l6_v2) reaches
+    model.init_checkpoint of the rows that start from it (zoo, transformers, LoRA) and no
+    other; every cell reads the checkpoint's vocabulary and the subset's files, written
+    first."""
+    table = reproduce.load_table("bert/imdb_pretrained")
+    for given, expected in ((None, "all_minilm_l6_v2"), ("/ckpt/minilm", "/ckpt/minilm")):
+        steps = reproduce.plan(table, "cpu", "DATA", "RUN", checkpoint=given)
+        assert steps[0] == {
+            "kind": "subset", "name": "subset", "run_dir": "RUN/data/subset",
+            "labels": ["neg", "pos"], "seed": 0,
+            "splits": {"train": {"source": "DATA/train", "examples": 2000},
+                       "test": {"source": "DATA/test", "examples": 2000}}}
+        starts, lora = {}, set()
+        for step in steps[1:]:
+            config = config_lib.resolve(step["experiment"], step["overrides"])
+            starts.setdefault(step["row"], set()).add(config.model.init_checkpoint)
+            assert config.model.vocabulary == expected, step
+            assert config.data.sequence_length == 128 and config.train.epochs == 1, step
+            lora.add((step["row"], config.train.lora_rank))
+        assert starts == {"bag_of_words": {None}, "scratch": {None}, "pretrained": {expected},
+                          "transformers": {expected}, "lora": {expected}}, starts
+        assert ("lora", 8) in lora and ("pretrained", None) in lora
+    assert cli(["reproduce", "bert/imdb_pretrained", "--scale", "cpu", "--data-root", "DATA",
+                "--run-dir", str(tmp_path / "run"), "--checkpoint", "/ckpt/minilm",
+                "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("bert/imdb_pretrained --scale cpu: 14 steps (12 fine-tuning runs)")
+    assert "--set model.init_checkpoint=/ckpt/minilm" in out
+    assert "63 steps of 32 x 128 tokens" in out  # one epoch of the 2,000 training reviews
+
+
+def test_a_tables_subset_is_stratified_seeded_and_read_by_its_cells(tmp_path, capsys):
+    """A table's `subset`: each label's share of the source kept (checked by counting), the
+    same examples from the same seed, the unlabelled folder skipped; the bag-of-words row
+    trains on it and scores its test subset; reproduce.json records the checkpoint."""
+    root = tmp_path / "aclImdb"
+    for split, counts in (("train", {"neg": 30, "pos": 15, "unsup": 5}),
+                          ("test", {"neg": 7, "pos": 7})):
+        for label, count in counts.items():
+            (root / split / label).mkdir(parents=True)
+            for i in range(count):
+                words = "awful dull" if label == "neg" else "great fun"
+                (root / split / label / f"{i}_0.txt").write_text(
+                    f"{split} {label} {i}: {words}.", encoding="utf-8")
+    table = yaml.safe_load(open(reproduce.table_path("bert/imdb_pretrained"), encoding="utf-8"))
+    table["subset"]["splits"] = {"train": {"from": "train", "examples": 15},
+                                 "test": {"from": "test", "examples": 6}}
+    path = tmp_path / "table.yaml"
+    path.write_text(yaml.safe_dump(table), encoding="utf-8")
+    chosen = {}
+    for run in ("a", "b"):
+        assert cli(["reproduce", str(path), "--scale", "cpu", "--data-root", str(root),
+                    "--run-dir", str(tmp_path / run), "--checkpoint", "/ckpt/minilm",
+                    "--rows", "bag_of_words"]) == 0
+        chosen[run] = (tmp_path / run / "data" / "subset" / "train.csv").read_bytes()
+    assert chosen["a"] == chosen["b"]
+    subset = tmp_path / "a" / "data" / "subset"
+    rows = list(csv.DictReader(open(subset / "train.csv", encoding="utf-8", newline="")))
+    # 15 of 45 labelled reviews: a third of each label (30 neg, 15 pos).
+    assert collections.Counter(r["label"] for r in rows) == {"neg": 10, "pos": 5}
+    for row in rows:
+        assert (root / "train" / row["id"]).read_text(encoding="utf-8") == row["text"]
+    assert len({r["id"] for r in rows}) == 15
+    test = list(csv.DictReader(open(subset / "test.csv", encoding="utf-8", newline="")))
+    assert collections.Counter(r["label"] for r in test) == {"neg": 3, "pos": 3}
+    assert all(r["text"].startswith("test ") for r in test)
+    other = dict(table, subset=dict(table["subset"], seed=1))
+    path.write_text(yaml.safe_dump(other), encoding="utf-8")
+    assert cli(["reproduce", str(path), "--scale", "cpu", "--data-root", str(root), "--run-dir",
+                str(tmp_path / "c"), "--rows", "bag_of_words"]) == 0
+    assert (tmp_path / "c" / "data" / "subset" / "train.csv").read_bytes() != chosen["a"]
+    record = json.loads((tmp_path / "c" / "reproduce.json").read_text(encoding="utf-8"))
+    assert record["checkpoint"] == "all_minilm_l6_v2"  # the table's, where none is given
+    bow = yaml.safe_load((tmp_path / "a" / "cells" / "bag_of_words" / "imdb" /
+                          "metrics.json").read_text(encoding="utf-8"))
+    assert bow[0]["accuracy"] == 1.0  # "awful dull" against "great fun" on 6 test reviews
+    text = (tmp_path / "a" / "table.md").read_text(encoding="utf-8")
+    assert re.search(r"^\| Bag of words \(logistic regression\) \| - \| 100\.0 \|", text,
+                     re.M), text
+    capsys.readouterr()

@@ -212,3 +212,43 @@ def test_a_killed_transformers_pretraining_resumes_to_the_uninterrupted_result(
         f"data.dir={shards}", "data.phases=[]", "data.sequence_length=32", "train.steps=8"])
     with pytest.raises(ValueError, match="an unfinished run of another config"):
         recipe.pretrain(other, str(run))
+
+
+def test_a_checkpoint_folder_is_read_by_transformers_and_the_head_is_zoos(sample_data,
+                                                                          tmp_path):
+    """`model.init_checkpoint` a Hugging Face folder (bert/imdb_pretrained's checkpoint): the
+    transformers row's encoder is what transformers' own `from_pretrained` reads from the
+    folder, its classifier zoo's seeded head, so the two rows start with the same outputs."""
+    import shutil
+
+    folder = tmp_path / "checkpoint"
+    shutil.copytree(sample_data["wordpiece"], folder)
+    size = len((folder / "vocab.txt").read_text(encoding="utf-8").splitlines())
+    torch.manual_seed(0)
+    transformers.BertModel(transformers.BertConfig(
+        vocab_size=size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=64)).save_pretrained(folder)
+    reviews = tmp_path / "reviews.csv"
+    reviews.write_text("text,label\n" + "".join(
+        f"{'a great film' if i % 2 else 'a dull film'} {i},{'pos' if i % 2 else 'neg'}\n"
+        for i in range(8)), encoding="utf-8")
+    config = config_lib.resolve("bert/text_classification", [
+        f"data.train_file={reviews}", f"data.dev_file={reviews}", "data.labels=[neg,pos]",
+        f"model.init_checkpoint={folder}", "data.sequence_length=16"])
+    task, hf = recipe._start(config, str(tmp_path / "run"),
+                             transformers.BertForSequenceClassification, labels=True)
+    reference = transformers.BertModel.from_pretrained(str(folder)).state_dict()
+    ours = hf.bert.state_dict()
+    for name, value in reference.items():
+        assert torch.equal(ours[name], value), name
+    keras.utils.set_random_seed(config.train.seed)  # zoo's start, as its row builds it
+    model = zoo_tasks.create(config.task, config).build_model()
+    x, *_ = next(iter(task.dataset("dev").as_numpy_iterator()))
+    out = model(x, training=False)
+    zoo_logits = keras.ops.convert_to_numpy(out["logits"] if isinstance(out, dict) else out)
+    hf.eval()
+    with torch.no_grad():
+        hf_logits = hf(**{k: torch.from_numpy(v) for k, v in recipe._encoder_inputs(x).items()
+                          }).logits.numpy()
+    np.testing.assert_allclose(hf_logits, zoo_logits, atol=1e-5)
+    assert np.abs(hf_logits).max() > 1e-3  # the head is not zero

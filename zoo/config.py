@@ -48,11 +48,14 @@ def _field(default, help, *, min=None, max=None, choices=None, factory=None, ite
 class ModelConfig:
     """What to build and where its weights and vocabulary come from."""
 
-    preset: str = _field("bert_base", "a zoo.models preset; alone (no init_checkpoint) it "
-                         "means random initialization")
+    preset: str = _field("bert_base", "a zoo.models preset: a size (bert_base, ...), alone "
+                         "(no init_checkpoint) random initialization; or a pretrained one "
+                         "(bert_base_uncased, ...: `zoo presets`), its checkpoint's weights and "
+                         "tokenizer")
     init_checkpoint: str | None = _field(None, "a .keras file, a zoo run directory, a Hugging "
-                                         "Face folder or a Google BERT checkpoint (directory "
-                                         "or bert_model.ckpt prefix)")
+                                         "Face folder, a Google BERT checkpoint (directory "
+                                         "or bert_model.ckpt prefix), hf://ORG/NAME[@REVISION] "
+                                         "or a pretrained preset name")
     vocabulary: str | None = _field(None, "vocabulary directory (zoo data vocab or Hugging "
                                     "Face files); default: the init checkpoint's")
     backbone: dict = _field(None, "backbone constructor overrides, e.g. {num_layers: 2}",
@@ -72,6 +75,13 @@ class ModelConfig:
     transfer_layers: int | None = _field(None, "GPT-1 Figure 2 (left): copy only the embeddings "
                                          "and the first K blocks from init_checkpoint; null: "
                                          "all", min=0)
+    pooling: str | None = _field(None, "sentence_embedding: the pooling of the token vectors "
+                                 "(mean, cls or max); null: the init checkpoint's "
+                                 "sentence-transformers folder's (1_Pooling/config.json), "
+                                 "else mean", choices=("mean", "cls", "max"))
+    normalize: bool | None = _field(None, "sentence_embedding: L2-normalize the vectors; null: "
+                                    "as the init checkpoint's sentence-transformers folder "
+                                    "(a Normalize module), else false")
 
 
 @dataclasses.dataclass
@@ -159,6 +169,8 @@ class DataConfig:
 STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu",
               "jax_data_parallel", "jax_model_parallel")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+# train.lora_targets: a block's attention projections and feed-forward layers (zoo.lora).
+LORA_TARGETS = ("query", "key", "value", "output", "ffn_intermediate", "ffn_output")
 
 
 @dataclasses.dataclass
@@ -214,6 +226,15 @@ class TrainConfig:
     mixed_precision: str = _field("float32", "Keras dtype policy", choices=PRECISIONS)
     jit_compile: bool = _field(False, "compile train/predict steps with XLA")
     eval_examples: int = _field(4, "dev examples shown in TensorBoard's text tab", min=0)
+    lora_rank: int | None = _field(None, "fine-tuning: LoRA of this rank on lora_targets "
+                                   "(only the adapters, the task head and the LayerNorms "
+                                   "train; docs/lora.md); null or 0: every weight trains",
+                                   min=0)
+    lora_alpha: float | None = _field(None, "LoRA: the update is scaled by lora_alpha / "
+                                      "lora_rank; null: the rank (a scale of 1)", min=0.0)
+    lora_targets: list | None = _field(None, "LoRA: the Dense layers of every block it adapts, "
+                                       f"of {', '.join(LORA_TARGETS)}; null: [query, value] "
+                                       "(LoRA paper 7.1)", item=str)
 
 
 @dataclasses.dataclass
@@ -309,6 +330,7 @@ def check(config, where="config"):
     if train.model_parallel is not None and train.strategy != "jax_model_parallel":
         raise ConfigError(f"{where}: train.model_parallel {train.model_parallel}: only for "
                           f"train.strategy=jax_model_parallel, found {train.strategy}")
+    _check_lora(config, where)
     for key, values in config.sweep.items():
         if not isinstance(values, list) or not values:
             raise ConfigError(f"{where}: sweep.{key}: expected a non-empty list of values, "
@@ -317,6 +339,26 @@ def check(config, where="config"):
             raise ConfigError(f"{where}: sweep.{key}: the task and the sweep cannot be swept")
         for value in values:  # each value must be valid for its key
             _set(copy.deepcopy(config), key, value, f"{where}: sweep.{key}")
+
+
+def _check_lora(config, where):
+    train = config.train
+    unknown = [name for name in train.lora_targets or () if name not in LORA_TARGETS]
+    if unknown:
+        raise ConfigError(f"{where}: train.lora_targets: unknown layer {unknown[0]!r}; "
+                          f"expected some of {', '.join(LORA_TARGETS)}")
+    if train.lora_targets == []:
+        raise ConfigError(f"{where}: train.lora_targets: empty; null means [query, value]")
+    if not train.lora_rank:
+        if train.lora_alpha is not None:
+            raise ConfigError(f"{where}: train.lora_alpha {train.lora_alpha}: only with "
+                              "train.lora_rank")
+        return
+    if config.task.startswith("pretrain/"):
+        raise ConfigError(f"{where}: train.lora_rank: LoRA is for fine-tuning; {config.task} "
+                          "trains every weight")
+    if train.lora_alpha == 0:
+        raise ConfigError(f"{where}: train.lora_alpha: must be > 0 (null: the rank)")
 
 
 def sweep_runs(config):

@@ -142,7 +142,10 @@ def training_loss(model, batch):
 #
 # The same experiment config as zoo's row, run by transformers and torch: zoo's starting
 # weights (the config's seed, then the task's model, as zoo.training.loop builds it) written
-# by `zoo.convert.to_huggingface`, zoo's batches (its pipeline, its masking), the recipe above
+# by `zoo.convert.to_huggingface`; where `model.init_checkpoint` is a Hugging Face folder (or
+# a hub name: bert/imdb_pretrained's checkpoint, the transformers pretraining's RUN/model),
+# its weights as transformers reads them from it and only the rest (the task head) from zoo's
+# start; zoo's batches (its pipeline, its masking), the recipe above
 # with dropout on; evaluated on the same batches (pretraining) or file (fine-tuning) as zoo.
 # A run directory holds config.yaml, metrics.json (zoo's keys), logs/ (TensorBoard, the
 # curves beside zoo's) and, for pretraining, model/ (save_pretrained: what the fine-tuning
@@ -189,8 +192,44 @@ def _start(config, run_dir, hf_class, labels=None, overwrite=False):
     convert.to_huggingface(model, start, labels=task.labels if labels else None)
     keras.backend.clear_session()
     hf = hf_class.from_pretrained(start)
+    folder = _checkpoint_folder(config.model.init_checkpoint)
+    if folder is not None:
+        hf = _from_checkpoint(hf_class, folder, start, hf)
     files.rmtree(start)
     return task, hf
+
+
+def _checkpoint_folder(source):
+    """The local Hugging Face folder (config.json) of `model.init_checkpoint`: a folder, or a
+    hub name (hf://ORG/NAME, a pretrained preset) resolved by zoo.hub; None for anything else
+    (none, a zoo run, a .keras file, a Google BERT checkpoint)."""
+    from zoo import files, hub  # lazy: as in _start
+
+    if not source:
+        return None
+    folder = hub.resolve(source) if hub.is_hub(source) else source
+    return folder if files.isfile(os.path.join(folder, "config.json")) else None
+
+
+def _from_checkpoint(hf_class, folder, start, zoo_start):
+    """The model as transformers itself reads the checkpoint `folder` (`from_pretrained`,
+    with the configuration of zoo's start: its labels and dropout), the weights the
+    checkpoint lacks (the task head) taken from zoo's start, so both libraries begin from the
+    same head and each reads the checkpoint with its own code."""
+    import transformers
+
+    config = transformers.AutoConfig.from_pretrained(start)
+    hf, info = hf_class.from_pretrained(folder, config=config, output_loading_info=True)
+    if info["mismatched_keys"]:
+        raise ValueError(f"{folder}: weights of other shapes than the run's model: "
+                         f"{info['mismatched_keys'][:3]}")
+    ours = zoo_start.state_dict()
+    head = {key: ours[key] for key in info["missing_keys"]}
+    unknown = sorted(set(info["missing_keys"]) - set(ours))
+    if unknown:
+        raise ValueError(f"{folder}: no starting value for {unknown[:3]}")
+    hf.load_state_dict(head, strict=False)
+    return hf
 
 
 def _logger(run_dir):

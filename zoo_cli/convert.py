@@ -9,6 +9,10 @@ SRC is detected:
                             for ViT the image processor; --checkpoint picks best or final
   Hugging Face folder       config.json with a "model_type" (bert, openai-gpt, vit) and
                             model.safetensors (or shards); pytorch_model.bin is refused
+  a checkpoint by name      hf://ORG/NAME[@REVISION] or a pretrained preset (`zoo presets`),
+                            downloaded into huggingface_hub's cache (HF_HOME; HF_HUB_OFFLINE=1
+                            reads the cache only): a Hugging Face folder, or a keras-hub
+                            preset kept on the hub
   keras-hub preset folder   config.json of a keras_hub>BertBackbone or >ViTBackbone and
                             model.weights.h5
   Google BERT checkpoint    a prefix PREFIX with PREFIX.index (or a folder holding exactly one
@@ -66,7 +70,12 @@ def run(args):
             raise ConversionError(f"{dst}: --to zoo writes one .keras file; name it *.keras")
         if args.to == "zoo" and args.src.endswith(".keras"):
             raise ConversionError(f"{args.src}: already a zoo model; use --to hf")
-        if _is_run_dir(args.src):
+        if _is_hub(args.src):
+            if args.bert_config or args.checkpoint != "best":
+                raise ConversionError(f"{args.src}: --bert-config and --checkpoint do not apply "
+                                      "to a checkpoint by name")
+            kind, model = _read_hub(args.src, args.with_head)
+        elif _is_run_dir(args.src):
             if args.to != "hf" or args.with_head or args.bert_config:
                 raise ConversionError(f"{args.src}: a run directory converts with --to hf only "
                                       "(its models are already .keras files; the head is "
@@ -77,9 +86,11 @@ def run(args):
             runs.convert_run(args.src, dst, args.checkpoint, progress=True)
             print(f"{args.src} (run, {args.checkpoint} checkpoint) -> {dst}")
             return 0
-        if args.checkpoint != "best":
-            raise ConversionError(f"{args.src}: --checkpoint applies to run directories only")
-        kind, model = _read(args.src, args)
+        else:
+            if args.checkpoint != "best":
+                raise ConversionError(f"{args.src}: --checkpoint applies to run directories "
+                                      "only")
+            kind, model = _read(args.src, args)
         if args.to == "hf":
             _write_huggingface(model, dst, kind)
         else:
@@ -89,6 +100,24 @@ def run(args):
         return 1
     print(f"{args.src} ({kind}) -> {dst}")
     return 0
+
+
+def _is_hub(src):
+    # lazy: loads TensorFlow; `zoo --help` imports this module
+    from zoo import hub
+
+    return hub.is_hub(src)
+
+
+def _read_hub(src, with_head):
+    """(format name, zoo model) for a checkpoint by name."""
+    # lazy: loads TensorFlow; `zoo --help` imports this module
+    import zoo.models
+    from zoo import hub  # lazy: as above
+
+    found = hub.checkpoint(src)
+    name = f"{found.format}, {found.repo}@{found.commit[:12]}"
+    return name, zoo.models.from_pretrained(src, with_head=with_head)
 
 
 def _read(src, args):
@@ -175,6 +204,6 @@ def _write_huggingface(model, dst, kind):
     import zoo.convert
     from zoo.convert import ConversionError  # lazy: as above
 
-    if kind == "huggingface":
+    if kind.startswith("huggingface"):
         raise ConversionError(f"{dst}: the source is already a Hugging Face checkpoint")
     zoo.convert.to_huggingface(model, dst, progress=True)

@@ -19,6 +19,7 @@ COMMANDS = {
     "benchmark": "zoo_cli.benchmark",
     "data": "zoo_cli.data",
     "convert": "zoo_cli.convert",
+    "presets": "zoo_cli.presets",
     "train": "zoo_cli.train",
     "evaluate": "zoo_cli.evaluate",
     "score": "zoo_cli.score",

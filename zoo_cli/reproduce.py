@@ -39,6 +39,10 @@ def register(subparsers):
                              "CPU cores (bert/imdb)")
     parser.add_argument("--seeds", type=int, default=None,
                         help="fine-tuning seeds per cell (default: the scale's)")
+    parser.add_argument("--checkpoint", default=None,
+                        help="the pretrained checkpoint of a table that starts from one "
+                             "(bert/imdb_pretrained): a Hugging Face folder, hf://ORG/NAME or "
+                             "a pretrained preset name (default: the table's)")
     add_overrides(parser, "override a config key in every run, e.g. "
                   "model.vocabulary=/path/to/vocab (repeatable)")
     parser.add_argument("--rows", nargs="+", default=None, metavar="ROW",
@@ -81,10 +85,11 @@ def run(args):
         table = reproduce.load_table(args.table)
         if args.dry_run:
             print(reproduce.dry_run(table, args.scale, args.data_root, args.run_dir,
-                                    args.seeds, args.overrides))
+                                    args.seeds, args.overrides, checkpoint=args.checkpoint))
             return 0
         reproduce.reproduce(table, args.scale, args.data_root, args.run_dir, args.seeds,
-                            args.overrides, args.overwrite, rows=args.rows, lab=lab_trainers())
+                            args.overrides, args.overwrite, rows=args.rows, lab=lab_trainers(),
+                            checkpoint=args.checkpoint)
     except (reproduce.TableError, training.TrainingError) as error:
         print(f"zoo reproduce: error: {error}", file=sys.stderr)
         return 1

@@ -24,6 +24,7 @@ from zoo_tasks import (
     image_classification,
     multiple_choice,
     pretraining,
+    sentence_embedding,
     span_qa,
     tagging,
     text_classification,
@@ -61,6 +62,9 @@ TASKS = {name: (OWN_DATA if benchmark.own_data else FAMILIES)[benchmark.family]
 # language model).
 TASKS["pretrain/masked_lm"] = pretraining.MaskedLMTask
 TASKS["pretrain/causal_lm"] = pretraining.CausalLMTask
+# Sentence embeddings read your own (anchor, positive) pairs, not a benchmark's files:
+# Sentence-BERT's pooling, sentence-transformers' MultipleNegativesRankingLoss.
+TASKS["sentence_embedding"] = sentence_embedding.SentenceEmbeddingTask
 
 
 def create(name, config=None, check_data=True, rows=None):

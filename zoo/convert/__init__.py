@@ -6,12 +6,13 @@ unused tensors, shape mismatches, unreadable files. Head models (`BertForPreTrai
 `GPTLMHeadModel`, `ViTClassifier`) wrap a backbone with the task heads of a checkpoint
 (`BertPretrainingModel` and `GPTLanguageModel` are their deprecated former names).
 `to_huggingface` also writes the fine-tuned heads of the tasks (`hf_export`), with label names
-and the tokenizer, for transformers' `pipeline`.
+and the tokenizer, for transformers' `pipeline`; `to_peft` writes a LoRA run's adapters alone in
+PEFT's format.
 """
 
 from zoo.convert.bert_checkpoint import from_bert_checkpoint
 from zoo.convert.core import ConversionError
-from zoo.convert.hf_export import to_huggingface
+from zoo.convert.hf_export import to_huggingface, to_peft
 from zoo.convert.huggingface import from_huggingface
 from zoo.convert.keras_hub_presets import from_keras_hub
 from zoo.models.head_models import (
@@ -33,4 +34,5 @@ __all__ = [
     "from_huggingface",
     "from_keras_hub",
     "to_huggingface",
+    "to_peft",
 ]

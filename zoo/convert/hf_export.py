@@ -19,7 +19,10 @@ transformers model computes (`REFUSED`) are refused with the reason.
 
 import json
 
-from zoo import files
+import keras
+import numpy as np
+
+from zoo import files, lora
 from zoo.convert.core import ConversionError, Port, atomic_output, dense_ports, export_weights
 from zoo.convert.huggingface import WRITERS, bert_config, bert_ports, check_bidirectional
 from zoo.models import LSTMBackbone, ViTBackbone
@@ -89,6 +92,7 @@ def to_huggingface(model, path, progress=False, labels=None, tokenizer=None,
     """
     from safetensors.numpy import save_file
 
+    model = lora.merged(model)  # LoRA: the merged kernels (PEFT's merge_and_unload)
     if isinstance(model, BertMaskedLM):
         model = model.to_checkpoint_model()
     config, ports = _writer(model)(model)
@@ -232,3 +236,97 @@ def _multiple_choice(model):
 _HEAD_WRITERS = {BertClassifier: _sequence_classification, BertSpanQA: _question_answering,
                  BertTokenClassifier: _token_classification,
                  BertMultipleChoice: _multiple_choice}
+
+
+# === LoRA adapters alone (PEFT's folder) ===
+
+# The heads with PEFT adapters -> PEFT's task_type (which decides the PeftModel class that
+# loads them). BERT's only: transformers 5 builds ViT with other module names than its
+# checkpoint's tensor names (vit.layers.N.attention.q_proj for ...attention.attention.query),
+# and PEFT's target_modules name modules; GPT-1's c_attn fuses query, key and value.
+_PEFT_TASK_TYPES = {BertClassifier: "SEQ_CLS", BertSpanQA: "QUESTION_ANS",
+                    BertTokenClassifier: "TOKEN_CLS", BertMultipleChoice: None}
+
+
+def to_peft(model, path, base_model_name_or_path=None):
+    """Write the LoRA adapters of a model trained with `train.lora_rank` as a PEFT folder.
+
+    `adapter_model.safetensors` holds each adapted layer's `lora_A.weight` (r, in) and
+    `lora_B.weight` (out, r) under transformers' module names, and, as PEFT's
+    `modules_to_save`, the rest of what trained: the head and the LayerNorms, whole.
+    `adapter_config.json` gives the rank, alpha, target modules and task type, so that
+    `PeftModel.from_pretrained(base, path)` on transformers' model of the starting checkpoint
+    (`to_huggingface` of the model before fine-tuning, or its hub name) computes the model.
+    For BERT's fine-tuning heads (`BertClassifier`, `BertSpanQA`, `BertTokenClassifier`,
+    `BertMultipleChoice`). `path` must not exist.
+    """
+    from safetensors.numpy import save_file
+
+    adapted = lora.lora_layers(model)
+    if not adapted:
+        raise ConversionError(f"{model.name}: no LoRA layers (train.lora_rank) to write")
+    if type(model) not in _PEFT_TASK_TYPES:
+        raise ConversionError(f"{model.name}: PEFT adapters are written for BERT's heads "
+                              f"({', '.join(c.__name__ for c in _PEFT_TASK_TYPES)}), not a "
+                              f"{type(model).__name__}; its merged model is what --to hf writes")
+    plain = lora.merged(model)
+    _, ports = _writer(plain)(plain)
+    pairs = dict(zip(map(id, model._flatten_layers()), plain._flatten_layers()))
+    port_of = {id(v): port for port in ports for v in port.variables}
+
+    def port(variable, where):
+        found = port_of.get(id(variable))
+        if found is None or found.key is None or len(found.variables) != 1:
+            raise ConversionError(f"{model.name}: {where} has no tensor of its own in "
+                                  "transformers' model; no PEFT adapters for it")
+        return found
+
+    tensors, targets, ranks, alphas = {}, [], set(), set()
+    for layer in adapted:
+        found = port(pairs[id(layer)].kernel, layer.path)
+        if not found.key.endswith(".weight") or found.to_source([np.zeros((2, 3))]).shape \
+                != (3, 2):
+            raise ConversionError(f"{model.name}: {layer.path} is not a torch Linear in "
+                                  f"transformers' model ({found.key}); no PEFT adapters for it")
+        module = found.key[:-len(".weight")]
+        targets.append(module)
+        a, b = (_numpy(v) for v in (layer.lora_kernel_a, layer.lora_kernel_b))
+        tensors[f"base_model.model.{module}.lora_A.weight"] = np.ascontiguousarray(a.T)
+        tensors[f"base_model.model.{module}.lora_B.weight"] = np.ascontiguousarray(b.T)
+        ranks.add(layer.lora_rank)
+        alphas.add(layer.lora_alpha)
+    saved = set()
+    lora_variables = {id(v) for layer in adapted for v in (layer.lora_kernel_a,
+                                                           layer.lora_kernel_b)}
+    for layer in model._flatten_layers():
+        for variable in layer._trainable_variables:
+            if not variable.trainable or id(variable) in lora_variables:
+                continue
+            found = port(_twin_variable(layer, pairs[id(layer)], variable), variable.path)
+            tensors[f"base_model.model.{found.key}"] = np.ascontiguousarray(
+                found.to_source([_numpy(variable)]))
+            saved.add(found.key.rsplit(".", 2)[-2])  # the module's own name: LayerNorm, ...
+    config = dict(peft_type="LORA", task_type=_PEFT_TASK_TYPES[type(model)],
+                  r=ranks.pop(), lora_alpha=alphas.pop(), target_modules=sorted(targets),
+                  lora_dropout=0.0, bias="none", fan_in_fan_out=False,
+                  modules_to_save=sorted(saved) or None, init_lora_weights=True,
+                  inference_mode=True, base_model_name_or_path=base_model_name_or_path)
+    with atomic_output(path) as staged:
+        staged.mkdir()
+        with files.open(staged / "adapter_config.json", "w", encoding="utf-8") as f:
+            json.dump(config, f, indent=2, sort_keys=True)
+        save_file(tensors, str(staged / "adapter_model.safetensors"),
+                  metadata={"format": "pt"})
+
+
+def _numpy(variable):
+    return keras.ops.convert_to_numpy(variable)
+
+
+def _twin_variable(layer, twin, variable):
+    """The variable of `twin` (the same layer in the merged model) in `variable`'s place."""
+    for mine, theirs in zip(layer._trainable_variables + layer._non_trainable_variables,
+                            twin._trainable_variables + twin._non_trainable_variables):
+        if mine is variable:
+            return theirs
+    raise ConversionError(f"{variable.path}: not found in the merged model")

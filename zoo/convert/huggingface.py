@@ -13,7 +13,7 @@ import pathlib
 import tempfile
 import warnings
 
-from zoo import files
+from zoo import files, hub
 from zoo.convert.core import (
     ConversionError,
     SafetensorsSource,
@@ -25,8 +25,10 @@ from zoo.convert.core import (
     same,
     split,
 )
-from zoo.models import BertBackbone, GPTBackbone, ViTBackbone
+from zoo.models.bert import BertBackbone
+from zoo.models.gpt import GPTBackbone
 from zoo.models.head_models import BertForPreTraining, CausalLM, GPTLMHeadModel, ViTClassifier
+from zoo.models.vit import ViTBackbone
 
 # transformers' ACT2FN names used by BERT and ViT configs -> zoo activation names.
 _ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_approximate",
@@ -71,7 +73,8 @@ def from_huggingface(path, with_head=False, progress=False):
 
     Args:
         path: the folder written by `save_pretrained` (model.safetensors, or shards with
-            model.safetensors.index.json). pytorch_model.bin is refused, never unpickled.
+            model.safetensors.index.json). pytorch_model.bin is refused, never unpickled. Or a
+            name: `hf://ORG/NAME[@REVISION]` or a pretrained preset, downloaded by `zoo.hub`.
         with_head: return the backbone with its task head (`BertForPreTraining`,
             `GPTLMHeadModel` or `ViTClassifier`) instead of the bare backbone.
         progress: show a progress bar over the tensors.
@@ -83,7 +86,7 @@ def from_huggingface(path, with_head=False, progress=False):
         >>> zoo.convert.from_huggingface(path).num_layers
         1
     """
-    path = _folder(path)
+    path = _folder(hub.resolve(path, progress=progress) if hub.is_hub(path) else path)
     config_path = os.path.join(path, "config.json")
     config = read_json(config_path)
     reader = _reader(config, config_path)
@@ -462,6 +465,7 @@ def _vit_to_hf(model):
     return config, ports
 
 
+# The same model types as zoo.hub.MODEL_TYPES, which checks a repo before its download.
 _READERS = {"bert": _bert_from_hf, "openai-gpt": _gpt_from_hf, "vit": _vit_from_hf}
 WRITERS = {BertBackbone: _bert_to_hf, BertForPreTraining: _bert_to_hf,
            GPTBackbone: _gpt_to_hf, GPTLMHeadModel: _gpt_to_hf,

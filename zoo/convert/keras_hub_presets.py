@@ -10,7 +10,8 @@ import tempfile
 
 from zoo import files
 from zoo.convert.core import ArraySource, ConversionError, load_weights, read_json, reshaped, zeros
-from zoo.models import BertBackbone, ViTBackbone
+from zoo.models.bert import BertBackbone
+from zoo.models.vit import ViTBackbone
 
 
 def from_keras_hub(preset_dir, progress=False):

@@ -30,7 +30,7 @@ import re
 import keras
 import tensorflow as tf
 
-from zoo import files
+from zoo import files, lora
 from zoo.config import PRECISIONS
 from zoo.export import int8
 from zoo.layers import PatchEmbedding, PositionEmbedding
@@ -304,8 +304,11 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
     `zoo_export.json`. `quantize="int8"` serves every Dense layer in int8 (`zoo.export.int8`: int8
     weights, activations quantized per call, one fused oneDNN kernel a layer; computed under
     float32 otherwise), and only the int8 kernels are saved. `zoo_tasks.runs.export_run`
-    (`zoo export`) calls this with a run's task and model.
+    (`zoo export`) calls this with a run's task and model. A model with LoRA layers
+    (`train.lora_rank`) is exported merged (`zoo.lora.merged`): no LoRA variables, the same
+    signatures; a run's own .keras files are merged already.
     """
+    model = lora.merged(model)
     target = os.path.join(base, str(version))
     if quantize not in (None, "int8"):
         raise ValueError(f"--quantize {quantize!r}: only int8")

@@ -1,4 +1,11 @@
-"""Model sizes as data: preset name -> (backbone class name, constructor arguments)."""
+"""Model sizes as data: preset name -> (backbone class name, constructor arguments).
+
+`SIZES` are the sizes, with random weights. `PRESETS` also holds each pretrained preset of
+`zoo.models.pretrained_presets` under the size its checkpoint has (its size preset with its
+overrides), so that a pretrained name is a preset wherever one is asked for (its family, its
+image size, its parameter count without a download)."""
+
+from zoo.models.pretrained_presets import PRETRAINED
 
 # BERT sizes: Devlin et al. 2019 section 3 (Base, Large) and the 24 smaller models released
 # with Turc et al. 2019 (Tiny L2/H128, Mini L4/H256, Small L4/H512, Medium L8/H512), heads = H/64.
@@ -32,3 +39,8 @@ PRESETS = {
     "vit_huge14": ("ViTBackbone", dict(_VIT, patch_size=14, num_layers=32, hidden_dim=1280,
                                        num_heads=16)),
 }
+SIZES = tuple(PRESETS)
+for _name, _entry in PRETRAINED.items():
+    _class_name, _config = PRESETS[_entry["size"]]
+    PRESETS[_name] = (_class_name, {**_config, **_entry["overrides"]})
+del _name, _entry, _class_name, _config

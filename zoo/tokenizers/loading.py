@@ -3,7 +3,7 @@
 import json
 import os
 
-from zoo import files
+from zoo import files, hub
 from zoo.tokenizers.bpe import ByteLevelBPETokenizer, GPTTokenizer
 from zoo.tokenizers.wordpiece import WordPieceTokenizer
 
@@ -25,7 +25,8 @@ def from_huggingface(path, **overrides):
     special tokens as transformers reads them; missing keys take transformers' defaults.
 
     Args:
-        path: the directory.
+        path: the directory, or a checkpoint's name (`hf://ORG/NAME[@REVISION]`, a pretrained
+            preset) that `zoo.hub` downloads.
         **overrides: constructor arguments that win over the config (e.g. `lowercase=False`).
 
     Examples:
@@ -36,7 +37,7 @@ def from_huggingface(path, **overrides):
         >>> from_huggingface(path)(["Hi!"]).to_list()
         [[5, 1]]
     """
-    return _load(path, require_config=False, overrides=overrides)
+    return _load(hub.resolve(path), require_config=False, overrides=overrides)
 
 
 def from_directory(path, **overrides):

@@ -2,6 +2,8 @@
 
     backup/step_<N>/model.weights.h5   weights and optimizer state (`model.save_weights`)
     backup/step_<N>/random_state.npz   the layers' `SeedGenerator` states (dropout masks)
+    backup/step_<N>/lora.npz           LoRA runs: the adapters and unmerged kernels, which
+                                       `save_weights` merges and drops (`zoo.lora.state`)
     backup/step_<N>/state.json         {"step": N}, written last: the commit marker
 
 A backup is written whole into a temporary directory beside the others
@@ -33,10 +35,11 @@ import tempfile
 import keras
 import numpy as np
 
-from zoo import files
+from zoo import files, lora
 from zoo.storage import storage_operation
 
 WEIGHTS, RANDOM_STATE, STATE = "model.weights.h5", "random_state.npz", "state.json"
+LORA = "lora.npz"
 _NAME = re.compile(r"^step_(\d+)$")
 _TEMPORARY = re.compile(r"^\.tmp-step_\d+-(\d+)-")
 
@@ -95,6 +98,11 @@ def _write(model, staging, target, step):
         data = io.BytesIO()
         np.savez(data, **{v.path: keras.ops.convert_to_numpy(v) for v in _random_states(model)})
         files.write_bytes(os.path.join(staging, RANDOM_STATE), data.getvalue())
+        adapters = lora.state(model)
+        if adapters:
+            data = io.BytesIO()
+            np.savez(data, **adapters)
+            files.write_bytes(os.path.join(staging, LORA), data.getvalue())
         files.write_text(os.path.join(staging, STATE), json.dumps({"step": step}) + "\n")
         if files.exists(target):  # the same step again (a replayed round): replace it
             files.rmtree(target)
@@ -119,6 +127,11 @@ def restore(model, backup_dir, log=functools.partial(print, flush=True)):
             with np.load(data) as saved:
                 for variable in _random_states(model):
                     variable.assign(saved[variable.path])
+            if lora.lora_layers(model):
+                with files.open(os.path.join(path, LORA), "rb") as file:
+                    data = io.BytesIO(file.read())
+                with np.load(data) as saved:
+                    lora.restore_state(model, saved)
         except Exception as error:  # a torn or damaged file: h5py, numpy, zipfile, KeyError
             reason = " ".join(str(error).split())[:200] or type(error).__name__
             log(f"backup {path}: unreadable ({reason}); trying an older one")

@@ -10,7 +10,9 @@ import os
 
 import keras
 
-from zoo import files
+from zoo import files, lora
+from zoo.convert import ConversionError
+from zoo.convert.hf_export import to_peft
 from zoo.files import write_text
 from zoo.progress import bar as progress_bar
 from zoo.storage import storage_operation
@@ -189,11 +191,36 @@ def evaluate(task, model, run_dir, history, writer, examples_shown, keep_checkpo
     if metrics.get(main, -math.inf) > best:
         save_model(model, os.path.join(run_dir, "best.keras"))
         task.save_extras(run_dir, metrics)  # what export needs besides the weights
+        if lora.lora_layers(model):
+            save_adapters(model, run_dir)
     # Per-label scores of your own data ("positive/f1") are printed only when the line stays
     # short; metrics.json and TensorBoard have them all.
     shown = metrics if len(metrics) <= 8 else {k: v for k, v in metrics.items() if "/" not in k}
     shown = ", ".join(f"{k} {v:.4f}" for k, v in shown.items())
     print(f"\nstep {step}: {shown}", flush=True)
+
+
+# Run directories whose model has no PEFT form (said once a process).
+_NO_ADAPTERS = set()
+
+
+def save_adapters(model, run_dir):
+    """A LoRA run: the adapters of best.keras alone, as PEFT's folder `run_dir/adapters/`
+    (`zoo.convert.hf_export.to_peft`), replacing the previous best's; a model with no
+    transformers form gets none, said once."""
+    path = os.path.join(run_dir, "adapters")
+    staging = os.path.join(run_dir, ".adapters.new")
+    files.remove_quietly(staging)
+    try:
+        with storage_operation("writing the adapters", path):
+            to_peft(model, staging)
+    except ConversionError as error:
+        if run_dir not in _NO_ADAPTERS:
+            _NO_ADAPTERS.add(run_dir)
+            print(f"no {path}: {error}", flush=True)
+        return
+    files.remove_quietly(path)
+    files.move_directory(staging, path)
 
 
 def write_hparams(config, run_dir, task):

@@ -17,7 +17,7 @@ import os
 import keras
 
 from zoo import config as config_lib
-from zoo import files
+from zoo import files, lora
 from zoo.optimization import build_optimizer
 from zoo.training import backups, preemption, run_lock, starting_points
 from zoo.training import callbacks as callbacks_lib
@@ -115,6 +115,7 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
                                          f"not split over {replicas} replicas")
         with scope:
             model = task.build_model()
+            lora.apply(model, train_config)  # train.lora_rank: adapters, head, LayerNorms
             counts = StepCounts(train_config, task.steps_per_epoch())
             compile_model(model, task, counts.total, counts.warmup)
             _build(model)
@@ -123,9 +124,13 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
             run_dir_lib.create_run_dir(config, run_dir, overwrite)
         if task.tokenizer is not None:  # image tasks have no vocabulary
             starting_points.copy_vocabulary(config.model, run_dir)
+        else:
+            starting_points.record_hub(config.model, run_dir)  # hub.json, as copy_vocabulary
         print(f"{config.task}: {type(model).__name__} of {model.count_params():,} parameters,"
               f" {counts.total} steps of {train_config.batch_size} ({where})"
               f", evaluation every {counts.eval_every} steps", flush=True)
+        if train_config.lora_rank:
+            print(lora.describe(model, train_config), flush=True)
         backup_dir = os.path.join(run_dir, "backup")
         if shared_backup is not None:
             resuming = run_dir_lib.copy_backup(shared_backup, backup_dir) or resuming

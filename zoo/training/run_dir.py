@@ -6,7 +6,9 @@
                              eval/ (dev metrics, dev examples as text), hparams
     run_dir/backup/          step_<N>/: the last one or two committed backups while training
                              runs (zoo.training.backups), removed once the run is complete
-    run_dir/best.keras       the model at the best main dev metric so far
+    run_dir/best.keras       the model at the best main dev metric so far (LoRA: merged)
+    run_dir/adapters/        LoRA runs (train.lora_rank): best.keras's adapters alone, a PEFT
+                             folder (adapter_model.safetensors, adapter_config.json)
     run_dir/final.keras      the model after the last step (its presence = run complete)
     run_dir/checkpoints/     step_<N>.keras, the model at every evaluation (train.keep_checkpoints)
     run_dir/metrics.json     every evaluation: {"step": ..., metrics ...}, in order
@@ -25,13 +27,13 @@ import keras
 import yaml
 
 from zoo import config as config_lib
-from zoo import files
+from zoo import files, lora
 from zoo.files import write_text
 from zoo.storage import storage_operation
 from zoo.training.run_lock import LOCK
 
 RUN_FILES = ("config.yaml", "vocabulary", "logs", "backup", "best.keras", "final.keras",
-             "checkpoints", "metrics.json", "predictions")
+             "checkpoints", "metrics.json", "predictions", "adapters", "hub.json")
 
 
 def checkpoint_path(run_dir, step):
@@ -54,7 +56,13 @@ def run_dir_of(path):
 
 def save_model(model, path):
     """`model.save(path)` through a temporary `.keras` file and a rename (local or remote;
-    keras writes `gs://` paths itself)."""
+    keras writes `gs://` paths itself).
+
+    A LoRA model (`train.lora_rank`) is saved merged and plain (`zoo.lora.merged`), without
+    its optimizer state, whose variables a plain model does not have: the file is what
+    exports read; a resume reads the backup, which keeps the adapters and the optimizer.
+    """
+    model = lora.merged(model)
     directory = os.path.dirname(files.absolute(path))
     # keras.saving wants the `.keras` suffix, so not files.atomic_path's `.tmp` name.
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.keras")

@@ -1,37 +1,51 @@
 """Starting points of a run: the task's tokenizer, its vocabulary files, and the backbone.
 
 A backbone starts from a random preset or from `model.init_checkpoint` (a `.keras` file, a
-zoo run directory, a Hugging Face folder or a Google BERT checkpoint), possibly partially:
-GPT-1's fine-tuning tokens, ViT at another image size, only the first K blocks.
+zoo run directory, a Hugging Face folder, a Google BERT checkpoint, or a checkpoint by name:
+`hf://ORG/NAME[@REVISION]` or a pretrained preset), possibly partially: GPT-1's fine-tuning
+tokens, ViT at another image size, only the first K blocks. A pretrained `model.preset`
+(`bert_base_uncased`) starts from its checkpoint's weights and tokenizer. What a name resolved
+to (repo, revision, commit) is written to the run's `hub.json`, so the run can be repeated.
 """
 
+import json
 import os
 
 import keras
 import numpy as np
 
 from zoo import config as config_lib
-from zoo import convert, files, models, tokenizers
+from zoo import convert, files, hub, models, tokenizers
 from zoo.models import Backbone
-from zoo.models.presets import PRESETS
+from zoo.models.presets import PRESETS, SIZES
+from zoo.models.pretrained_presets import PRETRAINED
 from zoo.training.run_dir import run_dir_of
+
+HUB_RECORD = "hub.json"  # in the run directory: the checkpoints it resolved by name
 
 
 def vocabulary_path(model_config):
-    """The vocabulary directory or file of a model config (explicit, or the checkpoint's)."""
+    """The vocabulary directory or file of a model config (explicit, or the checkpoint's:
+    `model.init_checkpoint`'s, else a pretrained `model.preset`'s)."""
     if model_config.vocabulary:
-        path = model_config.vocabulary
+        path = _resolve("model.vocabulary", model_config.vocabulary)
     elif model_config.init_checkpoint:
         path = model_config.init_checkpoint
-        run_dir = run_dir_of(path)  # a zoo run, or one of its checkpoints/step_<N>.keras
-        if run_dir is not None:
+        # a zoo run, or one of its checkpoints/step_<N>.keras
+        run_dir = None if hub.is_hub(path) else run_dir_of(path)
+        if hub.is_hub(path):
+            path = _resolve("model.init_checkpoint", path)
+        elif run_dir is not None:
             path = os.path.join(run_dir, "vocabulary")
         elif not files.isdir(path):  # a .keras file or a checkpoint prefix
             path = os.path.dirname(files.absolute(path))
+    elif model_config.preset in PRETRAINED:
+        path = _resolve("model.preset", model_config.preset)
     else:
         raise config_lib.ConfigError(
             "model.vocabulary: missing; a randomly initialized preset needs a vocabulary "
-            "directory (make one with `zoo data vocab`), or set model.init_checkpoint")
+            "directory (make one with `zoo data vocab`), or set model.init_checkpoint (or "
+            f"use a pretrained preset: {', '.join(PRETRAINED)})")
     if not files.exists(path):
         raise FileNotFoundError(f"model.vocabulary {path}: no such file or directory")
     return path
@@ -66,6 +80,7 @@ def copy_vocabulary(model_config, run_dir):
     """Copy the vocabulary files into `run_dir/vocabulary` (atomically, once)."""
 
     target = os.path.join(run_dir, "vocabulary")
+    record_hub(model_config, run_dir)
     if files.isdir(target):
         return target
     source = vocabulary_path(model_config)
@@ -87,14 +102,36 @@ def copy_vocabulary(model_config, run_dir):
     return target
 
 
+def record_hub(model_config, run_dir):
+    """Write what the config's names resolved to (source, repo, revision, commit: `model.preset`
+    if pretrained, `model.init_checkpoint`, `model.vocabulary`) to `run_dir/hub.json`,
+    atomically; nothing when it names none. A resumed run keeps the first record."""
+    path = os.path.join(run_dir, HUB_RECORD)
+    sources = [model_config.init_checkpoint or model_config.preset, model_config.vocabulary]
+    sources = list(dict.fromkeys(source for source in sources if hub.is_hub(source)))
+    if sources and not files.exists(path):
+        records = [hub.checkpoint(source).record() for source in sources]  # resolved already
+        files.write_text(path, json.dumps(records, indent=2) + "\n")
+
+
+def _resolve(key, source):
+    """A hub name's folder, its errors as one line naming the config key."""
+    try:
+        return hub.resolve(source)
+    except hub.HubError as error:
+        raise config_lib.ConfigError(f"{key}: {error}") from None
+
+
 def load_backbone(model_config, tokenizer, **overrides):
-    """The backbone of a model config: a random preset, or the weights of `init_checkpoint`.
+    """The backbone of a model config: a random preset, or the weights of `init_checkpoint`
+    (a pretrained preset's checkpoint when `init_checkpoint` is not set).
 
     `init_checkpoint` may be a `.keras` file (a backbone or any zoo head model), a zoo run
-    directory (its final.keras, else best.keras), a Hugging Face folder or an original Google
-    BERT checkpoint. The backbone must be of the preset's family and match the tokenizer's
-    vocabulary; GPT-1's three fine-tuning tokens, when the checkpoint lacks them, get new
-    embedding rows (N(0, 0.02), as the original's `n_special` rows). `model.backbone` and
+    directory (its final.keras, else best.keras), a Hugging Face folder, an original Google
+    BERT checkpoint, or a name: `hf://ORG/NAME[@REVISION]` or a pretrained preset. The
+    backbone must be of the preset's family and match the tokenizer's vocabulary; GPT-1's
+    three fine-tuning tokens, when the checkpoint lacks them, get new embedding rows
+    (N(0, 0.02), as the original's `n_special` rows). `model.backbone` and
     `overrides` change constructor arguments (dropout, causal ...) on the loaded weights.
 
     Two starting points are partial. A ViT checkpoint asked for another `image_size` is
@@ -107,20 +144,22 @@ def load_backbone(model_config, tokenizer, **overrides):
 
     if model_config.preset not in PRESETS:
         raise config_lib.ConfigError(f"model.preset: unknown preset {model_config.preset!r}; "
-                                     f"known: {', '.join(PRESETS)}")
+                                     f"known: {', '.join(SIZES)}; pretrained: "
+                                     f"{', '.join(PRETRAINED)}")
     family = models.BACKBONES[PRESETS[model_config.preset][0]]
     overrides = {**model_config.backbone, **overrides}
     transfer = model_config.transfer_layers
-    if transfer is not None and not model_config.init_checkpoint:
+    source = model_config.init_checkpoint or (
+        model_config.preset if model_config.preset in PRETRAINED else None)
+    if transfer is not None and not source:
         raise config_lib.ConfigError(f"model.transfer_layers {transfer}: copies blocks from "
                                      "model.init_checkpoint, which is not set")
     vocabulary = {} if tokenizer is None else {"vocabulary_size": int(tokenizer.vocabulary_size())}
-    if not model_config.init_checkpoint:
+    if not source:
         try:
             return models.create(model_config.preset, **{**vocabulary, **overrides})
         except TypeError as error:
             raise config_lib.ConfigError(f"model.backbone: {error}") from None
-    source = model_config.init_checkpoint
     backbone = _load_checkpoint(source)
     if not isinstance(backbone, family):
         raise config_lib.ConfigError(
@@ -179,6 +218,12 @@ def _in_block(path, first):
 
 
 def _load_checkpoint(path):
+    if hub.is_hub(path):
+        key = "model.preset" if path in PRETRAINED else "model.init_checkpoint"
+        try:
+            return _backbone_of(models.from_pretrained(path))
+        except hub.HubError as error:
+            raise config_lib.ConfigError(f"{key}: {error}") from None
     if files.isfile(os.path.join(path, "config.yaml")):  # a zoo run directory
         for name in ("final.keras", "best.keras"):
             if files.isfile(os.path.join(path, name)):
@@ -200,8 +245,9 @@ def _load_checkpoint(path):
         return convert.from_bert_checkpoint(prefix, config_json)
     raise FileNotFoundError(
         f"model.init_checkpoint {path}: expected a .keras file, a zoo run directory "
-        "(config.yaml), a Hugging Face folder (config.json) or a Google BERT checkpoint "
-        "(bert_config.json + bert_model.ckpt.*)")
+        "(config.yaml), a Hugging Face folder (config.json), a Google BERT checkpoint "
+        "(bert_config.json + bert_model.ckpt.*), an hf://ORG/NAME repo or a pretrained preset "
+        f"({', '.join(PRETRAINED)})")
 
 
 def _backbone_of(model):

@@ -10,7 +10,17 @@ A table is data, one YAML file under configs/reproduce/<family>/<table>.yaml:
                          corpus is `zoo data corpus` of those documents (RUN/data/corpus),
                          not --data-root's corpus/*.txt (bert/imdb: aclImdb's train/)
     vocabulary           {kind: wordpiece|bpe, size: N}: learnt on the corpus unless
-                         `--set model.vocabulary=DIR` names one
+                         `--set model.vocabulary=DIR` names one; {kind: checkpoint}: the
+                         table's checkpoint's own (bert/imdb_pretrained)
+    checkpoint           a pretrained checkpoint the rows start from (a Hugging Face folder,
+                         hf://ORG/NAME or a pretrained preset name): `{checkpoint}` in the
+                         settings, e.g. `model.init_checkpoint={checkpoint}`; `zoo reproduce
+                         --checkpoint` gives another (recorded in RUN/reproduce.json)
+    subset               {splits: {name: {from, examples}}, labels, seed}: a stratified,
+                         seeded sample of the labelled examples under --data-root (each
+                         label's share kept; zoo_tasks.reproduce.subsets), written first as
+                         RUN/data/subset/<name>.csv (id, text, label): `{subset}` in the
+                         settings, e.g. `data.train_file={subset}/train.csv`
     pretraining          {name: {experiment, set: [k=v ...], shards: bool, train_examples}}:
                          the pretraining runs the rows start from (shards: the experiment
                          reads `zoo data pretrain` shards, written from the corpus)
@@ -39,12 +49,12 @@ A table is data, one YAML file under configs/reproduce/<family>/<table>.yaml:
                          dupe_factor (of the `zoo data pretrain` shards, default 1)}}
 
 `{data_root}` in any of these settings is --data-root (a task of your own data names its
-files: `data.train_file={data_root}/train`). `set` of a scale applies to every run,
-`pretraining_set` / `finetuning_set` to one kind, `pretraining_overrides` to one pretraining
-(e.g. a smaller size of each BERT Table 6 row); a pretraining's `model.*` settings carry over
-to the rows that start from it (the architecture must match its checkpoint). Then a column's
-`set` and the scale's `column_overrides` for it, a row's `set` and the scale's
-`row_overrides` for it; the user's `--set` comes last and wins.
+files: `data.train_file={data_root}/train`); `{subset}` and `{checkpoint}` are as above.
+`set` of a scale applies to every run, `pretraining_set` / `finetuning_set` to one kind,
+`pretraining_overrides` to one pretraining (e.g. a smaller size of each BERT Table 6 row); a
+pretraining's `model.*` settings carry over to the rows that start from it (the architecture
+must match its checkpoint). Then a column's `set` and the scale's `column_overrides` for it, a
+row's `set` and the scale's `row_overrides` for it; the user's `--set` comes last and wins.
 
 The `baseline:` and `library:` rows are trained by the repository's measurement lab
 (zoo_benchmarks/rows.py), which zoo_tasks never imports and the wheel does not ship: `zoo

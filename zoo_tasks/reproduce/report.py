@@ -37,10 +37,34 @@ def _format(value, std=None, digits=1):
 
 
 def backbone_parameters(experiment, overrides, vocabulary_size):
-    """Parameters of the backbone an experiment builds (heads not counted), from its shapes."""
+    """Parameters of the backbone an experiment builds (heads not counted), from its shapes:
+    those of `model.init_checkpoint` where it is a Hugging Face BERT folder or a pretrained
+    preset (the checkpoint's size, not the preset's), else of `model.preset`."""
     config = config_lib.resolve(experiment, overrides)
+    source = config.model.init_checkpoint
+    if source in zoo.models.PRESETS:  # a pretrained preset: its size, without a download
+        return zoo.models.count_parameters(source, **config.model.backbone)
+    sizes = _bert_folder_sizes(source) if source else None
+    if sizes is not None:
+        return zoo.models.count_parameters("bert_base", **{**sizes, **config.model.backbone})
     return zoo.models.count_parameters(config.model.preset, vocabulary_size=vocabulary_size,
                                        **config.model.backbone)
+
+
+def _bert_folder_sizes(folder):
+    """A Hugging Face BERT folder's sizes (config.json) as BertBackbone's arguments; None for
+    anything else (a zoo run, a .keras file, another architecture)."""
+    path = os.path.join(folder, "config.json")
+    if not files.isfile(path):
+        return None
+    hf = read_json(path, {})
+    if hf.get("model_type") != "bert":
+        return None
+    return {"vocabulary_size": hf["vocab_size"], "num_layers": hf["num_hidden_layers"],
+            "hidden_dim": hf["hidden_size"], "num_heads": hf["num_attention_heads"],
+            "intermediate_dim": hf["intermediate_size"],
+            "max_sequence_length": hf["max_position_embeddings"],
+            "num_segments": hf["type_vocab_size"]}
 
 
 def _vocabulary_size(table, scale, path):
@@ -73,6 +97,8 @@ def write_outputs(table, scale, seeds, record, steps, cells, run_dir):
              f"`{record['data_root']}`.", "",
              f"Command: `zoo reproduce {_name(table)} --scale {scale} --seeds {seeds} "
              f"--data-root {record['data_root']} --run-dir {run_dir}"
+             + (f" --checkpoint {shell_quote(record['checkpoint'])}"
+                if record.get("checkpoint") else "")
              + "".join(f" --set {shell_quote(o)}" for o in record["overrides"]) + "`", "",
              f"Wall time: {sum(timings.values()) / 60:.1f} min for every step (a row's time "
              "below: its cells and the pretraining a column reads, each once; per step: "
@@ -161,10 +187,10 @@ def describe(name):
     return "\n".join(lines)
 
 
-def dry_run(table, scale, data_root, run_dir, seeds=None, overrides=()):
+def dry_run(table, scale, data_root, run_dir, seeds=None, overrides=(), checkpoint=None):
     """The plan as text: every step, its optimizer steps and the estimated accelerator hours
     (6 x backbone parameters x tokens / SUSTAINED_FLOPS), without training anything."""
-    steps = plan(table, scale, data_root, run_dir, seeds, overrides)
+    steps = plan(table, scale, data_root, run_dir, seeds, overrides, checkpoint=checkpoint)
     vocabulary = next(o.partition("=")[2] for o in steps[-1]["overrides"]
                       if o.startswith("model.vocabulary="))
     size = _vocabulary_size(table, scale, vocabulary)

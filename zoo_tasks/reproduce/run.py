@@ -14,6 +14,7 @@ from zoo.data.pretraining.corpus import default_workers, write_corpus
 from zoo.files import write_text
 from zoo.tokenizers import train_vocabulary
 from zoo_tasks import runs, zero_shot
+from zoo_tasks.reproduce import subsets
 from zoo_tasks.reproduce.report import read_json, write_outputs
 from zoo_tasks.reproduce.tables import (
     TRAINED,
@@ -27,7 +28,7 @@ from zoo_tasks.reproduce.tables import (
 
 
 def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwrite=False,
-              progress=print, rows=None, lab=None):
+              progress=print, rows=None, lab=None, checkpoint=None):
     """Run every step of `plan` not yet finished, then write RUN/table.md and RUN/table.csv.
 
     RUN/reproduce.json records the table, scale, seeds, data root and overrides: a run
@@ -39,18 +40,21 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
     row's pretraining and cells): {(step kind, the row's baseline or library): train(config,
     run_dir, progress)}, the measurement lab's `zoo_benchmarks.rows.TRAINERS`, which `zoo
     reproduce` hands in from a clone of the repository. A wanted step it lacks stops the
-    reproduction before anything runs.
+    reproduction before anything runs. `checkpoint` replaces the table's `checkpoint` (what
+    `{checkpoint}` stands for in its settings; recorded in RUN/reproduce.json).
 
     Returns:
         The table's cells: [{row, column, paper, values, mean, std, ...}] (see `results`).
     """
-    steps = plan(table, scale, data_root, run_dir, seeds, overrides)
+    steps = plan(table, scale, data_root, run_dir, seeds, overrides, checkpoint=checkpoint)
     wanted = _wanted(table, scale, steps, rows)
     lab = lab or {}
     _check_lab(steps, wanted, lab)
     seeds = seeds or table["scales"][scale].get("seeds", 1)
     record = {"table": table_name(table["path"]), "scale": scale, "seeds": seeds,
               "data_root": files.absolute(data_root), "overrides": list(overrides)}
+    if table.get("checkpoint"):  # (only then: older records stay the same)
+        record["checkpoint"] = checkpoint or table["checkpoint"]
     manifest = os.path.join(run_dir, "reproduce.json")
     if files.exists(run_dir) and overwrite:
         training.check_unlocked(run_dir)
@@ -85,6 +89,8 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
                                   strip_html=step["strip_html"], workers=default_workers())
             progress(f"corpus: {counts['documents']} documents, {counts['sentences']} "
                      "sentences; " + "; ".join(counts["reports"]))
+        elif step["kind"] == "subset":
+            subsets.write_subset(step, progress)
         elif step["kind"] in LAB_STEPS:
             import keras
 
@@ -150,7 +156,8 @@ def _wanted(table, scale, steps, rows):
               + (f" ({known[row]['library']})" if "library" in known[row] else "")
               for row in rows if known[row].get("pretraining")}
     return {step["name"] for step in steps
-            if step["kind"] in ("corpus", "vocabulary", "shards") or step["name"] in starts
+            if step["kind"] in ("subset", "corpus", "vocabulary", "shards")
+            or step["name"] in starts
             or step.get("row") in rows}
 
 
@@ -194,6 +201,8 @@ CELLS = ("finetuning", "zero_shot", "baseline", "library_finetuning")
 def _finished(step):
     if step["kind"] == "corpus":
         return files.isfile(os.path.join(step["run_dir"], "corpus.txt"))
+    if step["kind"] == "subset":
+        return files.isfile(os.path.join(step["run_dir"], subsets.MANIFEST))
     if step["kind"] == "vocabulary":
         return files.isfile(os.path.join(step["run_dir"], "tokenizer_config.json"))
     if step["kind"] == "shards":

@@ -21,8 +21,12 @@ SCALES = ("paper", "small", "sample", "cpu")
 # an A100's bfloat16 peak or a third of a V100's float16 peak. An estimate to plan with.
 SUSTAINED_FLOPS = 40e12
 _TOP = {"title", "source", "reference", "vocabulary", "pretraining", "columns", "rows",
-        "scales", "note", "corpus", "paper_title"}
+        "scales", "note", "corpus", "paper_title", "checkpoint", "subset"}
 _CORPUS = {"from", "strip_html", "text_column"}
+_SUBSET = {"splits", "labels", "seed"}
+# The words of a table's settings that a reproduction fills in: --data-root, the folder of the
+# table's `subset` (RUN/data/subset) and its `checkpoint` (the table's, or --checkpoint).
+PLACEHOLDERS = ("data_root", "subset", "checkpoint")
 # The rows the measurement lab trains (zoo_benchmarks/rows.py; not in the wheel): baselines.py's,
 # and transformers_recipe.py's zoo recipe in the library.
 BASELINES = ("bag_of_words",)
@@ -94,6 +98,10 @@ def load_table(name):
         if key not in table:
             raise TableError(f"{path}: {key}: missing")
     table.setdefault("pretraining", {})
+    _check_subset(table, path)
+    if table["vocabulary"].get("kind") == "checkpoint" and not table.get("checkpoint"):
+        raise TableError(f"{path}: vocabulary.kind: checkpoint (the checkpoint's own "
+                         "vocabulary) needs the table's `checkpoint`")
     if "corpus" in table:
         _known(table["corpus"], _CORPUS, path, "corpus.")
         if not table["corpus"].get("from"):
@@ -179,6 +187,28 @@ def load_table(name):
     return table
 
 
+def _check_subset(table, path):
+    """`subset`: {splits: {name: {from, examples}}, labels: [...], seed}."""
+    if "subset" not in table:
+        return
+    subset = table["subset"]
+    _known(subset, _SUBSET, path, "subset.")
+    if not isinstance(subset.get("labels"), list) or not subset["labels"]:
+        raise TableError(f"{path}: subset.labels: the label names (the class folders), a list")
+    seed = subset.setdefault("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise TableError(f"{path}: subset.seed: a number >= 0, found {seed!r}")
+    if not isinstance(subset.get("splits"), dict) or not subset["splits"]:
+        raise TableError(f"{path}: subset.splits: {{name: {{from, examples}}}}, one at least")
+    for name, split in subset["splits"].items():
+        _known(split, {"from", "examples"}, path, f"subset.splits.{name}.")
+        count = split.get("examples")
+        if "from" not in split or isinstance(count, bool) or not isinstance(count, int) or (
+                count < 1):
+            raise TableError(f"{path}: subset.splits.{name}: `from` (a path under "
+                             "--data-root) and `examples` (a positive number)")
+
+
 def _known(entry, allowed, path, prefix):
     if not isinstance(entry, dict):
         raise TableError(f"{path}: {prefix.rstrip('.') or 'table'}: expected a mapping")
@@ -200,7 +230,8 @@ def _task_dir(data_root, experiment):
     return os.path.join(data_root, os.path.dirname(split))
 
 
-def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=None):
+def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=None,
+         checkpoint=None):
     """The steps of a reproduction, in order: [{kind, name, experiment, overrides, run_dir}].
 
     kind is "corpus", "vocabulary", "shards", "pretraining", "finetuning", "baseline",
@@ -209,7 +240,10 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
     step also has row, column and seed, a zero-shot step row, column, task, checkpoint and
     data. A row with `updates: N` starts from its pretraining's model after N updates (kept by
     `train.keep_checkpoints`, which its pretraining then sets). `vocabulary` is the vocabulary
-    folder (default RUN/vocabulary, learnt first); `seeds` defaults to the scale's.
+    folder (default RUN/vocabulary, learnt first; `vocabulary: {kind: checkpoint}`: the
+    checkpoint's); `seeds` defaults to the scale's. `checkpoint` is what `{checkpoint}` stands
+    for in the table's settings (default: the table's `checkpoint`). A table with a `subset`
+    first writes it ("subset" step: RUN/data/subset/<split>.csv, `{subset}` in its settings).
     """
     if scale not in table["scales"]:
         raise TableError(f"{table['path']}: no scale {scale!r}; it has "
@@ -217,8 +251,25 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
     entry = table["scales"][scale]
     seeds = seeds or entry.get("seeds", 1)
     user = list(overrides)
+    checkpoint = checkpoint or table.get("checkpoint")
+    subset = os.path.join(run_dir, "data", "subset")
+    words = {"data_root": data_root, "subset": subset if "subset" in table else None,
+             "checkpoint": checkpoint}
+
+    def _expand(settings):
+        return expand(settings, words, table["path"])
+
     vocabulary = vocabulary or _override(user, "model.vocabulary")
+    if vocabulary is None and table["vocabulary"].get("kind") == "checkpoint":
+        vocabulary = checkpoint
     steps = []
+    if "subset" in table:  # a stratified sample of labelled examples, one folder for all
+        spec = table["subset"]
+        steps.append({"kind": "subset", "name": "subset", "run_dir": subset,
+                      "labels": list(spec["labels"]), "seed": spec["seed"],
+                      "splits": {name: {"source": os.path.join(data_root, split["from"]),
+                                        "examples": split["examples"]}
+                                 for name, split in spec["splits"].items()}})
     corpus = os.path.join(data_root, os.path.dirname(CORPUS))
     if "corpus" in table:  # `zoo data corpus` of the data root's documents, one folder for all
         spec = table["corpus"]
@@ -247,7 +298,7 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
         pre = table["pretraining"][name]
         keep = ["train.keep_checkpoints=true"] if updates[name] else []
         pre_overrides = _expand(common + list(entry.get("pretraining_set", []))
-                                + _pre_set(table, entry, name) + keep + user, data_root)
+                                + _pre_set(table, entry, name) + keep + user)
         _check_updates(table, scale, name, pre["experiment"], pre_overrides, updates[name])
         data = _task_dir(data_root, pre["experiment"])
         if pre.get("shards"):  # `zoo data pretrain` of the corpus, one folder for all
@@ -309,7 +360,7 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
             base = _expand(common + list(entry.get("finetuning_set", [])) + init + spec["set"]
                            + list(entry.get("column_overrides", {}).get(column, []))
                            + row["set"] + list(entry.get("row_overrides", {}).get(row_name, []))
-                           + user, data_root)
+                           + user)
             task_dir = _task_dir(data_root, experiment)
             data = [f"data.dir={task_dir}"] if task_dir else []
             if "baseline" in row:  # no model of ours: one cell, no seeds (it has none)
@@ -334,9 +385,20 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
     return steps + library
 
 
-def _expand(overrides, data_root):
-    """`{data_root}` in a table's settings is --data-root (own data's files live under it)."""
-    return [o.replace("{data_root}", data_root) for o in overrides]
+def expand(overrides, words, path="table"):
+    """The table's settings with its PLACEHOLDERS filled in: `{data_root}` is --data-root (own
+    data's files live under it), `{subset}` the table's subset folder, `{checkpoint}` the
+    checkpoint; one without a value is an error naming it."""
+    expanded = []
+    for setting in overrides:
+        for word in PLACEHOLDERS:
+            if "{" + word + "}" in setting:
+                if words.get(word) is None:
+                    raise TableError(f"{path}: {setting!r}: no {word} given (the table's "
+                                     f"`{word}`, or zoo reproduce --{word.replace('_', '-')})")
+                setting = setting.replace("{" + word + "}", words[word])
+        expanded.append(setting)
+    return expanded
 
 
 def _check_updates(table, scale, name, experiment, overrides, updates):
@@ -383,6 +445,11 @@ def command(step):
         return (f"zoo data corpus --from {' '.join(step['sources'])} --out "
                 f"{step['run_dir']}/corpus.txt --text-column {step['text_column']}"
                 + (" --strip-html" if step["strip_html"] else ""))
+    if step["kind"] == "subset":
+        splits = ", ".join(f"{name}.csv: {split['examples']} of {split['source']}"
+                           for name, split in step["splits"].items())
+        return (f"# written by zoo reproduce into {step['run_dir']}: {splits} (stratified by "
+                f"label, seed {step['seed']}; zoo_tasks.reproduce.subsets)")
     if step["kind"] == "baseline":
         sets = " ".join(f"--set {shell_quote(o)}" for o in step["overrides"])
         return (f"python -m zoo_benchmarks.baselines {step['baseline']} --experiment "

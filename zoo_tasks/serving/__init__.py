@@ -17,10 +17,11 @@ from zoo_tasks.serving import (
     image_classification,
     multiple_choice,
     pretraining,
+    sentence_embedding,
     span_qa,
     tagging,
     text_classification,
 )
 
 __all__ = ["classification", "common", "image_classification", "multiple_choice",
-           "pretraining", "span_qa", "tagging", "text_classification"]
+           "pretraining", "sentence_embedding", "span_qa", "tagging", "text_classification"]

@@ -9,6 +9,7 @@ finds its files.
     multiple_choice/       BertMultipleChoice
     tagging/               BertTokenClassifier, BertFeatureTagger
     image_classification/  ViTClassifier
+    sentence_embedding/    BertTextEmbedder
     base.py                what they share: `HeadModel`, BERT's head layers
 
 Checkpoint heads (what converters read and write) output the backbone's dict plus their head
@@ -20,7 +21,8 @@ labels, so `model.fit` needs no output filtering: `BertClassifier` and `GPTClass
 (`logits`, plus `lm` for GPT-1's auxiliary language-model loss), `BertSpanQA`
 (`start_positions`, `end_positions`), `BertMultipleChoice` (`logits`, one per choice),
 `BertTokenClassifier` and `BertFeatureTagger` (`logits` per token), `BertMaskedLM` (`mlm` at
-the masked positions, `nsp`) and `CausalLM` (`lm`).
+the masked positions, `nsp`), `CausalLM` (`lm`) and `BertTextEmbedder` (`embedding`, one
+pooled vector a text).
 
 `get_config` stores the backbone and rebuilds the heads in the constructor, which is what
 re-ties an output layer to the backbone's token embedding after `keras.saving.load_model`.
@@ -45,10 +47,11 @@ from zoo.models.head_models.pretraining import (
     GPTLanguageModel,
     GPTLMHeadModel,
 )
+from zoo.models.head_models.sentence_embedding import BertTextEmbedder
 from zoo.models.head_models.span_qa import BertSpanQA
 from zoo.models.head_models.tagging import BertFeatureTagger, BertTokenClassifier
 
 __all__ = ["FEATURES", "BertClassifier", "BertFeatureTagger", "BertForPreTraining",
-           "BertMaskedLM", "BertMultipleChoice", "BertSpanQA", "BertTokenClassifier",
-           "CausalLM", "GPTClassifier", "GPTLMHeadModel", "HeadModel", "HiddenStateFeatures",
-           "ViTClassifier"]
+           "BertMaskedLM", "BertMultipleChoice", "BertSpanQA", "BertTextEmbedder",
+           "BertTokenClassifier", "CausalLM", "GPTClassifier", "GPTLMHeadModel", "HeadModel",
+           "HiddenStateFeatures", "ViTClassifier"]
