@@ -27,7 +27,8 @@ LONGEST_FIRST = (
     "test_classification.py", "test_multi_worker.py", "test_tagging.py", "test_span_qa.py",
     "test_jax_distribution.py", "test_backbones.py", "test_convert.py", "test_tokenizers.py",
     "test_multiple_choice_export.py", "test_reproduce.py", "test_transformers_recipe.py",
-    "test_docs.py",
+    "test_lora.py", "test_sentence_embedding.py", "test_sentence_embedding_export.py",
+    "test_hub.py", "test_docs.py",
     "test_span_qa_own_data.py",
     "test_tagging_own_data.py")
 

@@ -22,6 +22,7 @@ import huggingface_hub
 from huggingface_hub import constants, errors
 from huggingface_hub.file_download import repo_folder_name
 
+from zoo import files
 from zoo import progress as progress_lib
 from zoo.models.presets import PRESETS
 from zoo.models.pretrained_presets import PRETRAINED
@@ -92,7 +93,7 @@ def is_hub(source):
         return False
     if source.startswith(PREFIX):
         return True
-    return source.partition("@")[0] in PRETRAINED and not os.path.exists(source)
+    return source.partition("@")[0] in PRETRAINED and not files.exists(source)
 
 
 def parse(source):
