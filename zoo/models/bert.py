@@ -135,3 +135,17 @@ class BertBackbone(Backbone):
         self.embeddings_norm = embeddings_norm
         self.blocks = blocks
         self.pooler_dense = pooler_dense
+
+    def call_with_cache(self, token_ids, positions, key_mask, cache, index):
+        """The causal encoder on new tokens with a key/value cache (generation; no dropout).
+
+        As `GPTBackbone.call_with_cache`; segment 0 for every token. Only for `causal=True`:
+        a bidirectional encoder's earlier positions change with every new token.
+        """
+        if not self.causal:
+            raise ValueError(f"{self.name}: generation with a cache needs a causal encoder "
+                             "(BertBackbone(causal=True))")
+        tokens = self.token_embedding(token_ids)
+        segments = self.segment_embedding(ops.zeros_like(token_ids))
+        x = self.embeddings_norm(tokens + segments + self._positions(positions, tokens.dtype))
+        return self._blocks_with_cache(x, key_mask, cache, index)

@@ -1,0 +1,7 @@
+"""Text generation: a key/value cache for GPT-1 and the causal BERT, transformers' samplers and
+logits processors, beam search and streaming (docs/generate.md)."""
+
+from zoo.generation.cache import CachedLM
+from zoo.generation.generator import Generator, Options, bucket, generate
+
+__all__ = ["CachedLM", "Generator", "Options", "bucket", "generate"]
