@@ -90,6 +90,7 @@ def test_greedy_equals_transformers_generate_and_the_batch_its_rows(pair):
                                           max_new_tokens=12)[0]
         assert generator.generate(prompt, max_new_tokens=12) == got  # alone
     assert generator.generate(PROMPTS, max_new_tokens=12, use_cache=False) == batch
+    assert Generator(model, compile="xla").generate(PROMPTS, max_new_tokens=12) == batch
 
 
 def test_processors_in_generate_equal_transformers(pair):

@@ -9,8 +9,28 @@ costs one position instead of the whole prefix. keras.ops only: it runs eagerly,
 import keras
 from keras import ops
 
+from zoo.layers.attention import slice_write
 from zoo.models.bert import BertBackbone
 from zoo.models.gpt import GPTBackbone
+
+
+def strided_write(cache, new, index, axis):
+    """`slice_write` with TensorFlow's own `TensorStridedSliceUpdate` (TensorFlow only).
+
+    Why not `keras.ops.slice_update` there: on TensorFlow it is `XlaDynamicUpdateSlice`, an
+    op with no TensorFlow kernel, which plain TensorFlow runs through XLA's compile-on-demand
+    and the stock TF Serving model server (XLA JIT off) cannot run at all; the native op is
+    also faster in a graph. Under XLA the begin must be a constant, so XLA keeps
+    `slice_write`.
+    """
+    import tensorflow as tf  # the TensorFlow backend's own op (see above)
+
+    rank = len(cache.shape)
+    begin = tf.tensor_scatter_nd_update(tf.zeros([rank], tf.int32), [[axis]],
+                                        tf.reshape(tf.cast(index, tf.int32), [1]))
+    return tf.raw_ops.TensorStridedSliceUpdate(
+        input=cache, begin=begin, end=begin + tf.shape(new, out_type=tf.int32),
+        strides=tf.ones([rank], tf.int32), value=new)
 
 
 class CachedLM:
@@ -20,6 +40,9 @@ class CachedLM:
         model: a `GPTBackbone`, a causal `BertBackbone`, or a head model around one
             (`CausalLM`, `GPTLMHeadModel`). A causal BERT needs its masked-LM head to give
             logits, so it comes as a `CausalLM`.
+        xla: the forward pass is compiled by XLA (`tf.function(jit_compile=True)`); on
+            TensorFlow outside XLA the cache is written with TensorFlow's native op
+            (`strided_write`), so that a SavedModel holds no XLA-only op.
 
     Examples:
         >>> import numpy as np, zoo
@@ -34,7 +57,7 @@ class CachedLM:
         ((1, 3, 50), 2)
     """
 
-    def __init__(self, model):
+    def __init__(self, model, xla=False):
         backbone = getattr(model, "backbone", model)
         if not isinstance(backbone, (GPTBackbone, BertBackbone)):
             raise ValueError(f"{model.name}: generation needs a GPT-1 or causal BERT language "
@@ -50,6 +73,8 @@ class CachedLM:
         else:
             head = backbone.logits
         self.model = model
+        tensorflow = keras.backend.backend() == "tensorflow"
+        self._write = strided_write if tensorflow and not xla else slice_write
         self.backbone = backbone
         self._head = head
         self.num_layers = len(backbone.blocks)
@@ -94,7 +119,7 @@ class CachedLM:
         """
         token_ids = ops.cast(token_ids, "int32")
         sequence, cache = self.backbone.call_with_cache(
-            token_ids, positions, key_mask, cache, index)
+            token_ids, positions, key_mask, cache, index, self._write)
         if last_only:
             sequence = sequence[:, -1:, :]
         return ops.cast(self._head(sequence), "float32"), cache

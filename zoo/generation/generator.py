@@ -125,7 +125,7 @@ class Generator:
     def __init__(self, model, tokenizer=None, compile="graph"):
         if compile not in ("graph", "xla", None):
             raise ValueError(f"compile={compile!r} is not 'graph', 'xla' or None")
-        self.lm = CachedLM(model)
+        self.lm = CachedLM(model, xla=compile == "xla")
         self.tokenizer = tokenizer
         self.compile = compile
         self.backend = keras.backend.backend()
@@ -327,7 +327,8 @@ class Generator:
         arguments["stop_token_ids"] = tuple(int(i) for i in
                                             arguments.get("stop_token_ids") or ())
         strings = arguments.get("stop_strings") or ()
-        arguments["stop_strings"] = (strings,) if isinstance(strings, str) else tuple(strings)
+        strings = (strings,) if isinstance(strings, str) else tuple(strings)
+        arguments["stop_strings"] = tuple(s for s in strings if s)  # "" stops nothing
         if arguments["stop_strings"] and self.tokenizer is None:
             raise ValueError("generate: stop_strings need the model's tokenizer")
         return Options(**arguments)

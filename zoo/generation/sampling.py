@@ -15,12 +15,12 @@ step; the token is the first id whose cumulative probability (float64, in id ord
 import numpy as np
 
 MASK32 = 2 ** 32
-_MIX = 0x45D9F3B  # a 32-bit integer hash's multiplier (odd; products stay below 2**63)
+MIX = 0x45D9F3B  # a 32-bit integer hash's multiplier (odd; products stay below 2**63)
 
 
 def _mix(x):
-    x = ((x ^ (x >> 16)) * _MIX) % MASK32
-    x = ((x ^ (x >> 16)) * _MIX) % MASK32
+    x = ((x ^ (x >> 16)) * MIX) % MASK32
+    x = ((x ^ (x >> 16)) * MIX) % MASK32
     return x ^ (x >> 16)
 
 

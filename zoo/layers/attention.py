@@ -44,6 +44,13 @@ class AttentionMask(keras.layers.Layer):
         return config
 
 
+def slice_write(cache, new, index, axis):
+    """`cache` with `new` written from `index` along `axis` (`keras.ops.slice_update`)."""
+    start = [0] * len(cache.shape)
+    start[axis] = index
+    return ops.slice_update(cache, start, new)
+
+
 @keras.saving.register_keras_serializable(package="zoo")
 class MultiHeadSelfAttention(keras.layers.Layer):
     """Scaled dot-product self-attention over `num_heads` heads.
@@ -127,25 +134,27 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         context = ops.transpose(ops.matmul(probs, v), (0, 2, 1, 3))  # (b, seq, heads, d)
         return self.output_dense(ops.reshape(context, (-1, n * d)))
 
-    def call_cached(self, rows, batch, seq, attention_mask, keys, values, index):
+    def call_cached(self, rows, batch, seq, attention_mask, keys, values, index, write=None):
         """Inference on `seq` new (batch * seq, hidden) rows with a key/value cache.
 
         The new rows' keys and values are written into the cache at slots [index, index +
         seq); the queries attend to every slot `attention_mask` (batch, 1, seq, length)
         allows. `keys` is (batch, heads, head_dim, length), already transposed for the logits
         matmul so that no step transposes the whole cache; `values` is (batch, heads, length,
-        head_dim). Returns the (batch * seq, hidden) output rows and the updated caches.
+        head_dim). `write(cache, new, index, axis)` puts `new` into `cache` at `index` along
+        `axis` (default `ops.slice_update`; `zoo.generation.CachedLM` picks one per backend).
+        Returns the (batch * seq, hidden) output rows and the updated caches.
         """
+        write = write or slice_write
         n, d = self.num_heads, self.head_dim
 
         def heads(projection, order):
             return ops.transpose(ops.reshape(projection(rows), (batch, seq, n, d)), order)
 
         q = heads(self.query_dense, (0, 2, 1, 3))  # (batch, heads, seq, head_dim)
-        keys = ops.slice_update(keys, (0, 0, 0, index),
-                                ops.cast(heads(self.key_dense, (0, 2, 3, 1)), keys.dtype))
-        values = ops.slice_update(values, (0, 0, index, 0),
-                                  ops.cast(heads(self.value_dense, (0, 2, 1, 3)), values.dtype))
+        keys = write(keys, ops.cast(heads(self.key_dense, (0, 2, 3, 1)), keys.dtype), index, 3)
+        values = write(values, ops.cast(heads(self.value_dense, (0, 2, 1, 3)), values.dtype),
+                       index, 2)
         logits = ops.cast(ops.matmul(q, keys), "float32") * (1.0 / math.sqrt(d))
         logits = logits + ops.where(attention_mask, 0.0, -1e9)  # (batch, heads, seq, length)
         probs = ops.cast(ops.softmax(logits, axis=-1), q.dtype)

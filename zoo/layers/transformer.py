@@ -92,22 +92,22 @@ class TransformerBlock(keras.layers.Layer):
             rows = self.ffn_norm(rows + self._ffn(rows, training))
         return ops.reshape(rows, (batch, seq, hidden))
 
-    def call_cached(self, x, attention_mask, keys, values, index):
+    def call_cached(self, x, attention_mask, keys, values, index, write=None):
         """Inference with a key/value cache (`MultiHeadSelfAttention.call_cached`).
 
         x: the (batch, seq, hidden) new positions; returns their outputs and the updated
-        `keys`, `values`. Dropout is off: this is the generation path.
+        `keys`, `values` (`write` as there). Dropout is off: this is the generation path.
         """
         batch, seq, hidden = ops.shape(x)[0], ops.shape(x)[1], x.shape[-1]
         rows = ops.reshape(x, (-1, hidden))
         if self.normalize_first:
             attended, keys, values = self.attention.call_cached(
-                self.attention_norm(rows), batch, seq, attention_mask, keys, values, index)
+                self.attention_norm(rows), batch, seq, attention_mask, keys, values, index, write)
             rows = rows + attended
             rows = rows + self.ffn_output(self.ffn_intermediate(self.ffn_norm(rows)))
         else:
             attended, keys, values = self.attention.call_cached(
-                rows, batch, seq, attention_mask, keys, values, index)
+                rows, batch, seq, attention_mask, keys, values, index, write)
             rows = self.attention_norm(rows + attended)
             rows = self.ffn_norm(rows + self.ffn_output(self.ffn_intermediate(rows)))
         return ops.reshape(rows, (batch, seq, hidden)), keys, values

@@ -37,12 +37,13 @@ class Backbone(keras.Model):
         for key in self.config_keys:
             setattr(self, key, values[key])
 
-    def _blocks_with_cache(self, x, key_mask, cache, index):
+    def _blocks_with_cache(self, x, key_mask, cache, index, write=None):
         """Run `self.blocks` on `seq` new positions with a key/value cache.
 
         The new positions sit in cache slots [index, index + seq); slot j is visible to the
         query in slot q when `key_mask[:, j]` holds and j <= q (causal). `cache` is a tuple of
-        2 * num_layers tensors (keys, values of each block; `zoo.generation.CachedLM`).
+        2 * num_layers tensors (keys, values of each block; `zoo.generation.CachedLM`);
+        `write` writes the new keys and values (`MultiHeadSelfAttention.call_cached`).
         Returns the (batch, seq, hidden) outputs and the updated cache.
         """
         seq, length = ops.shape(x)[1], ops.shape(key_mask)[1]
@@ -52,7 +53,8 @@ class Backbone(keras.Model):
                                causal[None, None])  # (batch, 1, seq, length)
         updated = []
         for i, block in enumerate(self.blocks):
-            x, keys, values = block.call_cached(x, mask, cache[2 * i], cache[2 * i + 1], index)
+            x, keys, values = block.call_cached(x, mask, cache[2 * i], cache[2 * i + 1], index,
+                                                  write)
             updated += [keys, values]
         return x, tuple(updated)
 

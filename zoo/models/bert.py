@@ -136,7 +136,7 @@ class BertBackbone(Backbone):
         self.blocks = blocks
         self.pooler_dense = pooler_dense
 
-    def call_with_cache(self, token_ids, positions, key_mask, cache, index):
+    def call_with_cache(self, token_ids, positions, key_mask, cache, index, write=None):
         """The causal encoder on new tokens with a key/value cache (generation; no dropout).
 
         As `GPTBackbone.call_with_cache`; segment 0 for every token. Only for `causal=True`:
@@ -148,4 +148,4 @@ class BertBackbone(Backbone):
         tokens = self.token_embedding(token_ids)
         segments = self.segment_embedding(ops.zeros_like(token_ids))
         x = self.embeddings_norm(tokens + segments + self._positions(positions, tokens.dtype))
-        return self._blocks_with_cache(x, key_mask, cache, index)
+        return self._blocks_with_cache(x, key_mask, cache, index, write)

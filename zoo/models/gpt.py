@@ -94,17 +94,17 @@ class GPTBackbone(Backbone):
         self.position_embedding = position_embedding
         self.blocks = blocks
 
-    def call_with_cache(self, token_ids, positions, key_mask, cache, index):
+    def call_with_cache(self, token_ids, positions, key_mask, cache, index, write=None):
         """The decoder on new tokens with a key/value cache (generation; no dropout).
 
         token_ids, positions: (batch, seq) new tokens and their absolute positions, written
         to cache slots [index, index + seq); key_mask: (batch, length) which slots hold real
-        tokens; cache: `zoo.generation.CachedLM.empty_cache`'s tuple. Returns
-        (sequence_output, updated cache).
+        tokens; cache: `zoo.generation.CachedLM.empty_cache`'s tuple; write: how the cache is
+        written (`MultiHeadSelfAttention.call_cached`). Returns (sequence_output, cache).
         """
         tokens = self.token_embedding(token_ids)
         x = tokens + self._positions(positions, tokens.dtype)
-        return self._blocks_with_cache(x, key_mask, cache, index)
+        return self._blocks_with_cache(x, key_mask, cache, index, write)
 
     def logits(self, sequence_output):
         """LM logits (batch, seq, vocabulary_size) from the tied token embedding."""
