@@ -112,6 +112,8 @@ def test_gpt_completions_equal_the_python_loop(gpt):
     assert _signatures(path) == {
         "serving_default": ({"prompt", "max_new_tokens"}, {"completion"}),
         "serving_sample": ({"prompt", "max_new_tokens", "top_k", "seed"}, {"completion"}),
+        "serving_generate": ({"prompt", "max_new_tokens", "do_sample", "temperature", "top_k",
+                              "top_p", "seed", "stop"}, {"completion", "new_tokens"}),
         "serving_ids": ({"token_ids", "padding_mask"}, {"logits"})}
 
 

@@ -251,12 +251,15 @@ class Generator:
             min_new_tokens: stop tokens are banned (and stop strings ignored) before this.
             do_sample: sample instead of the most likely token; None samples when
                 temperature, top_k or top_p is given.
-            temperature, top_k, top_p: the sampling distribution: softmax(logits / T) over
-                the k most likely tokens (0 or None: all), then the smallest set whose
-                probability passes top_p (None or 1.0: all).
-            num_beams, length_penalty: beam search, as transformers' (the finished
-                sequences are scored sum(log p) / length ** length_penalty).
-            repetition_penalty, no_repeat_ngram_size: transformers' processors.
+            temperature: sampling from softmax(logits / temperature); > 0.
+            top_k: sampling from the k most likely tokens only (0 or None: all).
+            top_p: then from the smallest set whose probability passes top_p (None or
+                1.0: all); in (0, 1].
+            num_beams: beam search with this many beams, as transformers'.
+            length_penalty: beam search scores a finished sequence sum(log p) / length **
+                length_penalty.
+            repetition_penalty: transformers' (CTRL's) penalty on tokens already present.
+            no_repeat_ngram_size: bans a token that would repeat an n-gram of this size.
             stop_token_ids: a row stops after one of these tokens (kept in the output).
             stop_strings: a row stops once its generated text contains one of these (kept).
             num_return_sequences: sequences a prompt (sampling or beams).

@@ -1,11 +1,12 @@
 """Serving of the pretrained language models: BERT's masked LM fills in the blanks of a text
 ("[MASK]"), a left-to-right LM (GPT-1, or the causal BERT encoder) continues a prompt, greedy
-or top-k sampled, in a generation loop inside the SavedModel graph."""
+or sampled, with a key/value cache in a generation loop inside the SavedModel graph."""
 
 import numpy as np
 import tensorflow as tf
 
 from zoo import export
+from zoo.generation import CachedLM, sampling
 
 MASK = "[MASK]"  # what a served masked-LM text marks its blanks with
 TOP_K = 5  # candidates the served masked LM returns per blank
@@ -79,94 +80,313 @@ def masked_lm_signatures(task, model, run_dir=None):
 
 def causal_lm_signatures(task, model, run_dir=None):
     """Serving signatures (zoo.export) of a `zoo_tasks.pretraining.CausalLMTask`: text
-    generation.
+    generation with a key/value cache (`zoo.generation.CachedLM`).
 
-    `serving_default`: `prompt` [batch] string and `max_new_tokens` int32 (a scalar for
-    the whole batch, or one value per row as TF Serving's `instances` format sends it)
-    in; `completion` [batch] string out: the generated continuation only, detokenized,
-    greedy (argmax at every step). The graph runs the model on a fixed buffer of the
-    model's positions (`max_sequence_length`, no cache) and takes the logits at each
-    row's last real token. A prompt longer than the buffer keeps its last
-    `max_sequence_length - 1` tokens; a row stops after its own `max_new_tokens` or
-    when the buffer is full, whichever comes first. `max_new_tokens <= 0`, an empty
-    prompt (no token to continue from) and a batch of 0 give "" completions; invalid
-    UTF-8 is read as unknown text by the tokenizer.
+    Every generating signature runs the same loop in the graph: the prompts are tokenized,
+    left-padded to the batch's longest and run through the model once (the prefill); then a
+    `tf.while_loop` adds one token a step, each step running the model on that one position
+    with the keys and values of the earlier ones cached. The cache is allocated once per
+    request, for the longest prompt plus the most new tokens any row may add; each row keeps
+    its own absolute positions, so a row's answer does not depend on the rest of the batch.
+    A prompt longer than the model's positions (`max_sequence_length`) keeps its last
+    `max_sequence_length - 1` tokens, and a row stops after its own `max_new_tokens` or at
+    the model's last position, whichever comes first (cut, not refused: one long prompt does
+    not fail the batch). `max_new_tokens <= 0`, an empty prompt (no token to continue from)
+    and a batch of 0 give "" completions; invalid UTF-8 is read as unknown text by the
+    tokenizer. GPT-1 has no end-of-text token: without stop strings a row runs to its
+    `max_new_tokens`.
+
+    `serving_default`: `prompt` [batch] string and `max_new_tokens` int32 (a scalar for the
+    whole batch, or one value per row as TF Serving's `instances` format sends it) in;
+    `completion` [batch] string out: the generated continuation only, detokenized, greedy
+    (argmax at every step).
     `serving_sample`: the same plus `top_k` and `seed` (int32, scalar or per row): each
     step samples from the softmax over the row's `top_k` largest logits (ties with the
     k-th are kept; `top_k` clipped to [1, vocabulary]) with
     `tf.random.stateless_categorical`, seeded by (row's seed, step): the same seed gives
     the same completion, whatever else is in the batch.
+    `serving_generate`: the generator of `zoo.generation.Generator.generate`, token for
+    token. Inputs, each a scalar for the whole batch or one value per row: `prompt`
+    [batch] string, `max_new_tokens` int32, `do_sample` int32 (0 greedy, 1 sample),
+    `temperature` float32, `top_k` int32 (0: off), `top_p` float32 (1.0: off), `seed`
+    int64, and `stop` string, [n] for every row or [batch, n] (stop strings; "" entries
+    are ignored, so rows with fewer pad with ""). Greedy rows take the argmax and ignore
+    the sampling inputs; sampling rows apply temperature, top-k and top-p as
+    transformers' logits warpers do and draw with `zoo.generation.sampling`'s seeded
+    uniform numbers (the row's seed, the new token's index). A scalar `seed` S gives row r
+    the seed S + r, as `generate(prompts, seed=S)` does; a row with its own seed s equals
+    `generate(prompt, seed=s)` alone. A row stops after the token whose text completes one
+    of its stop strings (kept in the completion). Outputs `completion` [batch] string and
+    `new_tokens` [batch] int32. A sampling row with `temperature` <= 0 or `top_p` outside
+    (0, 1], or a `top_k` < 0, fails the request, as does an input with neither one value
+    nor one per prompt (InvalidArgumentError naming the input). Where Python's `generate`
+    refuses a prompt plus `max_new_tokens` past the positions, the export cuts the row.
+    What cannot be set per request is fixed: no repetition penalty, n-gram ban, minimum
+    length or beam search (`zoo.generation` in Python has them), written in the doc of
+    the signature in zoo_export.json.
     `serving_ids`: the model's inputs (`token_ids`, `padding_mask`, ...) in, `logits`
     [batch, sequence, vocabulary] float32 out.
     """
     tokenizer = task.tokenizer
-    backbone = model.backbone
-    buffer = int(backbone.max_sequence_length)
-    names = [tensor.name.split(":")[0] for tensor in model.inputs]
+    lm = CachedLM(model)
+    positions, vocabulary = lm.max_positions, lm.vocabulary_size
 
     def logits(inputs):
         return tf.cast(model(inputs, training=False)["lm"], tf.float32)
 
-    def per_row(value, batch):
-        # A scalar (or [1]) is the whole batch's; a [batch] vector is one per row.
-        return tf.broadcast_to(tf.reshape(tf.cast(value, tf.int32), [-1]), [batch])
-
-    def generate(prompt, max_new_tokens, top_k=None, seed=None):
-        batch = tf.shape(prompt)[0]
+    def start(prompt, max_new_tokens):
+        # The prompts' last positions - 1 tokens (room for one new token), and each row's
+        # budget of new tokens: 0 without a prompt, never past the last position.
         ids = tf.cast(tokenizer(prompt), tf.int32)
-        # Keep the last buffer - 1 tokens: room for at least one new token.
         limits = ids.row_limits()
-        starts = limits - tf.minimum(ids.row_lengths(), buffer - 1)
+        starts = limits - tf.minimum(ids.row_lengths(), positions - 1)
         ids = tf.gather(ids.values, tf.ragged.range(starts, limits))
         lengths = tf.cast(ids.row_lengths(), tf.int32)
-        tokens = ids.to_tensor(0, shape=[None, buffer])
-        budget = tf.clip_by_value(per_row(max_new_tokens, batch), 0, buffer - lengths)
-        budget = tf.where(lengths > 0, budget, 0)
-        if top_k is not None:
-            top_k = tf.clip_by_value(per_row(top_k, batch), 1,
-                                     int(backbone.vocabulary_size))
-            seed = per_row(seed, batch)
-        positions = tf.range(buffer)[None, :]
+        budget = tf.clip_by_value(_per_row(max_new_tokens, tf.shape(prompt)[0], tf.int32,
+                                           "max_new_tokens"), 0,
+                                  positions - lengths)
+        return ids, tf.where(lengths > 0, budget, 0)
 
-        def step(i, tokens, lengths):
-            inputs = {"token_ids": tokens,
-                      "padding_mask": tf.cast(positions < lengths[:, None], tf.int32)}
-            if "segment_ids" in names:
-                inputs["segment_ids"] = tf.zeros_like(tokens)
-            last = tf.gather(logits(inputs), tf.maximum(lengths - 1, 0), batch_dims=1)
-            if top_k is None:
-                token = tf.argmax(last, axis=-1, output_type=tf.int32)
-            else:
-                ranked = tf.sort(last, axis=-1, direction="DESCENDING")
-                kth = tf.gather(ranked, top_k - 1, batch_dims=1)
-                last = tf.where(last >= kth[:, None], last, -np.inf)
-                token = tf.map_fn(
-                    lambda row: tf.cast(tf.random.stateless_categorical(
-                        row[0][None], 1, tf.stack([row[1], i]))[0, 0], tf.int32),
-                    (last, seed), fn_output_signature=tf.int32)
-            active = i < budget
-            tokens = tf.where(active[:, None] & (positions == lengths[:, None]),
-                              token[:, None], tokens)
-            return i + 1, tokens, lengths + tf.cast(active, tf.int32)
-
-        _, tokens, _ = tf.while_loop(
-            lambda i, *_: i < tf.reduce_max(tf.concat([budget, [0]], 0)), step,
-            (tf.constant(0), tokens, lengths), maximum_iterations=buffer)
-        new = tf.gather(tokens, tf.ragged.range(lengths, lengths + budget), batch_dims=1)
+    def greedy(prompt, max_new_tokens):
+        ids, budget = start(prompt, max_new_tokens)
+        new = _generate(lm, ids, budget, lambda last, step: _argmax(last))
         return {"completion": tokenizer.detokenize(new)}
 
-    def scalar_or_rows(name):
-        return tf.TensorSpec(None, tf.int32, name=name)
+    def sample(prompt, max_new_tokens, top_k, seed):
+        ids, budget = start(prompt, max_new_tokens)
+        batch = tf.shape(prompt)[0]
+        top_k = tf.clip_by_value(_per_row(top_k, batch, tf.int32, "top_k"), 1, vocabulary)
+        seed = _per_row(seed, batch, tf.int32, "seed")
+
+        def choose(last, step):  # the top k (ties kept), then stateless_categorical
+            ranked = tf.sort(last, axis=-1, direction="DESCENDING")
+            kth = tf.gather(ranked, top_k - 1, batch_dims=1)
+            last = tf.where(last >= kth[:, None], last, -np.inf)
+            return tf.map_fn(
+                lambda row: tf.cast(tf.random.stateless_categorical(
+                    row[0][None], 1, tf.stack([row[1], step]))[0, 0], tf.int32),
+                (last, seed), fn_output_signature=tf.int32)
+
+        new = _generate(lm, ids, budget, choose)
+        return {"completion": tokenizer.detokenize(new)}
+
+    def generate(prompt, max_new_tokens, do_sample, temperature, top_k, top_p, seed, stop):
+        ids, budget = start(prompt, max_new_tokens)
+        batch = tf.shape(prompt)[0]
+        choose = _sampler(batch, vocabulary, do_sample, temperature, top_k, top_p, seed)
+        stops = _stop_strings(stop, batch)
+        new = _generate(lm, ids, budget, choose,
+                        lambda out, count: _stopped(tokenizer, out, count, stops))
+        return {"completion": tokenizer.detokenize(new),
+                "new_tokens": tf.cast(new.row_lengths(), tf.int32)}
+
+    def scalar_or_rows(name, dtype=tf.int32):
+        return tf.TensorSpec(None, dtype, name=name)
 
     inputs = {"prompt": export.text("prompt"),
               "max_new_tokens": scalar_or_rows("max_new_tokens")}
     sampling = dict(inputs, top_k=scalar_or_rows("top_k"), seed=scalar_or_rows("seed"))
+    options = dict(inputs, do_sample=scalar_or_rows("do_sample"),
+                   temperature=scalar_or_rows("temperature", tf.float32),
+                   top_k=scalar_or_rows("top_k"),
+                   top_p=scalar_or_rows("top_p", tf.float32),
+                   seed=scalar_or_rows("seed", tf.int64),
+                   stop=scalar_or_rows("stop", tf.string))
     return {
-        export.DEFAULT: export.Signature(inputs, generate, ("completion",),
+        export.DEFAULT: export.Signature(inputs, greedy, ("completion",),
                                          "prompt in, its greedy continuation out"),
-        "serving_sample": export.Signature(sampling, generate, ("completion",),
+        "serving_sample": export.Signature(sampling, sample, ("completion",),
                                            "prompt in, a top-k sampled continuation out"),
+        "serving_generate": export.Signature(
+            options, generate, ("completion", "new_tokens"),
+            "prompt and sampling options in (greedy or temperature, top-k, top-p with a "
+            "seed; stop strings), its continuation and count of new tokens out; fixed at "
+            "export: num_beams=1, repetition_penalty=1.0, no_repeat_ngram_size=0, "
+            "min_new_tokens=0, no stop tokens"),
         export.IDS: export.Signature(export.model_inputs(model),
                                      lambda **x: {"logits": logits(x)}, ("logits",),
                                      "token ids in, next-token logits out"),
     }
+
+
+def _per_row(value, batch, dtype, name):
+    """A scalar (or [1]) input as the whole batch's, a [batch] vector as one value per row."""
+    value = tf.reshape(tf.cast(value, dtype), [-1])
+    check = tf.debugging.assert_equal(
+        (tf.size(value) == 1) | (tf.size(value) == batch), True,
+        message=f"{name}: one value for the batch, or one per prompt")
+    with tf.control_dependencies([check]):
+        return tf.broadcast_to(value, [batch])
+
+
+def _argmax(logits):
+    return tf.argmax(logits, axis=-1, output_type=tf.int32)
+
+
+def _generate(lm, ids, budget, choose, stopped=None):
+    """The new tokens [batch, (count)] after the prompts `ids` [batch, (n)] int32.
+
+    budget: [batch] int32, the most new tokens of each row (0 for an empty prompt; never past
+    the model's last position). choose(logits [batch, vocabulary], step) -> [batch] int32
+    picks the tokens of a step. stopped(tokens [batch, steps], count [batch]) -> [batch] bool,
+    whether a row's first `count` new tokens end it (its stop strings).
+
+    The prompts are left-padded to the longest: a prompt of n tokens sits in cache slots
+    [P - n, P) at positions 0..n-1, and its new token t in slot P + t at position n + t.
+    """
+    batch = tf.shape(budget)[0]
+    lengths = tf.cast(ids.row_lengths(), tf.int32)
+    prompt = tf.maximum(tf.reduce_max(tf.concat([lengths, [0]], 0)), 1)  # slots P
+    steps = tf.reduce_max(tf.concat([budget, [0]], 0))  # the most new tokens of a row
+    length = prompt + steps
+    dense = ids.to_tensor(0)
+    dense = tf.pad(dense, [[0, 0], [0, prompt - tf.shape(dense)[1]]])  # (batch, P)
+    index = tf.range(prompt)[None, :] - (prompt - lengths)[:, None]  # < 0: left padding
+    real = index >= 0
+    tokens = tf.where(real, tf.gather(dense, tf.maximum(index, 0), batch_dims=1), 0)
+    key_mask = tf.concat([real, tf.zeros([batch, steps], tf.bool)], axis=1)
+    logits, cache = lm.forward(tokens, tf.maximum(index, 0), key_mask,
+                               lm.empty_cache(batch, length), 0, last_only=True)
+    columns = tf.range(steps)[None, :]
+
+    def pick(logits, step, out, count, done):
+        token = choose(logits[:, -1], step)
+        live = ~done
+        out = tf.where(live[:, None] & (columns == step), token[:, None], out)
+        count += tf.cast(live, tf.int32)
+        done = done | (count >= budget)
+        if stopped is not None:
+            done = done | (live & stopped(out, count))
+        return token, out, count, done
+
+    token, out, count, done = pick(logits, 0, tf.zeros([batch, steps], tf.int32),
+                                   tf.zeros([batch], tf.int32), budget <= 0)
+
+    def step(t, token, cache, key_mask, out, count, done):
+        slot = prompt + t - 1
+        key_mask = key_mask | (tf.range(length)[None, :] == slot)
+        position = tf.minimum(lengths + t - 1, lm.max_positions - 1)
+        logits, cache = lm.forward(token[:, None], position[:, None], key_mask, cache, slot)
+        token, out, count, done = pick(logits, t, out, count, done)
+        return t + 1, token, cache, key_mask, out, count, done
+
+    _, _, _, _, out, count, _ = tf.while_loop(
+        lambda t, *state: (t < steps) & ~tf.reduce_all(state[-1]), step,
+        (tf.constant(1), token, cache, key_mask, out, count, done))
+    return tf.RaggedTensor.from_tensor(out, lengths=count)
+
+
+# The sampler of zoo.generation.sampling in TF ops: the same numbers, so the export and the
+# Python generator pick the same tokens, with its hash's constants.
+_MASK32 = sampling.MASK32
+_MIX = sampling.MIX
+
+
+def _mix(x):
+    for _ in range(2):
+        x = tf.math.floormod(tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, 16)) * _MIX,
+                             _MASK32)
+    return tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, 16))
+
+
+def _uniform(seed, step):
+    """`zoo.generation.sampling.uniform` of int64 [batch] seeds at a step, in int64 ops."""
+    step = tf.math.floormod(tf.cast(step, tf.int64), _MASK32)
+    x = _mix(tf.bitwise.bitwise_xor(_mix(tf.math.floormod(seed, _MASK32)), step))
+    return tf.cast(x, tf.float64) / _MASK32
+
+
+def _sampler(batch, vocabulary, do_sample, temperature, top_k, top_p, seed):
+    """choose(logits, step) of serving_generate: per row greedy, or temperature, top-k and
+    top-p (`zoo.generation.sampling.process`) and the seeded draw (`sampling.draw`)."""
+    do_sample = _per_row(do_sample, batch, tf.int32, "do_sample") != 0
+    temperature = _per_row(temperature, batch, tf.float32, "temperature")
+    top_k = _per_row(top_k, batch, tf.int32, "top_k")
+    top_p = _per_row(top_p, batch, tf.float32, "top_p")
+    seed = tf.cast(seed, tf.int64)
+    # A scalar seed S gives row r the seed S + r, as generate(prompts, seed=S) does.
+    seed = tf.cond(tf.size(seed) == 1,
+                   lambda: tf.reshape(seed, [-1])[0] + tf.range(batch, dtype=tf.int64),
+                   lambda: _per_row(seed, batch, tf.int64, "seed"))
+
+    def refuse(bad, message):
+        return tf.debugging.assert_equal(tf.reduce_any(do_sample & bad), False,
+                                         message=message)
+
+    checks = [refuse(~(temperature > 0), "serving_generate: temperature must be > 0 while "
+                                         "sampling (do_sample=1)"),
+              refuse(~((top_p > 0) & (top_p <= 1)), "serving_generate: top_p must be in "
+                                                    "(0, 1]"),
+              refuse(top_k < 0, "serving_generate: top_k must be >= 0 (0: off)")]
+    with tf.control_dependencies(checks):
+        do_sample = tf.identity(do_sample)
+    temperature = tf.where(do_sample, temperature, 1.0)
+    top_k = tf.where(do_sample, tf.minimum(top_k, vocabulary), 0)
+    top_p = tf.where(do_sample, top_p, 1.0)
+
+    def sampled(logits, step):
+        x = logits / temperature[:, None]
+        x = tf.cond(tf.reduce_any(top_k > 0), lambda: _top_k(x, top_k), lambda: x)
+        x = tf.cond(tf.reduce_any(top_p < 1), lambda: _top_p(x, top_p), lambda: x)
+        x = tf.cast(x, tf.float64)
+        c = tf.cumsum(tf.exp(x - tf.reduce_max(x, axis=-1, keepdims=True)), axis=-1)
+        u = _uniform(seed, step)[:, None] * c[:, -1:]
+        token = tf.searchsorted(c, u, side="right", out_type=tf.int32)[:, 0]
+        return tf.where(do_sample, tf.minimum(token, vocabulary - 1), _argmax(logits))
+
+    def choose(logits, step):
+        return tf.cond(tf.reduce_any(do_sample), lambda: sampled(logits, step),
+                       lambda: _argmax(logits))
+
+    return choose
+
+
+def _top_k(logits, k):
+    """`sampling.top_k_filter` per row (k = 0: off): ties with the k-th are kept."""
+    kth = tf.math.top_k(logits, k=tf.reduce_max(k)).values
+    kth = tf.gather(kth, tf.maximum(k - 1, 0), batch_dims=1)[:, None]
+    return tf.where((k[:, None] > 0) & (logits < kth), -np.inf, logits)
+
+
+def _top_p(logits, p):
+    """`sampling.top_p_filter` per row (p >= 1: off), as transformers' TopPLogitsWarper:
+    sorted ascending, the tokens whose cumulative probability is <= 1 - p dropped, the most
+    likely one always kept."""
+    order = tf.argsort(logits, axis=-1, direction="ASCENDING", stable=True)
+    ranked = tf.gather(logits, order, batch_dims=1)
+    shifted = tf.exp(ranked - ranked[:, -1:])
+    probabilities = shifted / tf.reduce_sum(shifted, axis=-1, keepdims=True)
+    limit = tf.cast(1.0 - tf.cast(p, tf.float64), tf.float32)[:, None]
+    remove = tf.cumsum(probabilities, axis=-1) <= limit
+    remove = remove & (tf.range(tf.shape(logits)[1]) < tf.shape(logits)[1] - 1)[None, :]
+    remove = tf.gather(remove, tf.argsort(order, axis=-1), batch_dims=1)  # back to id order
+    return tf.where(remove & (p[:, None] < 1), -np.inf, logits)
+
+
+def _stop_strings(stop, batch):
+    """`stop` ([n] for every row, or [batch, n]; a scalar is [1]) as [batch, n] strings."""
+    stop = tf.convert_to_tensor(stop, tf.string)
+    rank = tf.rank(stop)
+    stop = tf.reshape(stop, tf.concat([tf.ones([tf.maximum(2 - rank, 0)], tf.int32),
+                                       tf.shape(stop)], 0))
+    checks = [tf.debugging.assert_less_equal(
+        rank, 2, message="serving_generate: stop is [n] or [batch, n] strings")]
+    with tf.control_dependencies(checks):
+        return tf.broadcast_to(stop, [batch, tf.shape(stop)[1]])
+
+
+def _stopped(tokenizer, out, count, stops):
+    """Whether the text of each row's first `count` tokens contains one of its stop strings
+    (by bytes; "" never matches)."""
+    def check():
+        text = tokenizer.detokenize(tf.RaggedTensor.from_tensor(out, lengths=count))
+        size = tf.strings.length(text)  # bytes
+        shape = tf.concat([tf.shape(stops), [tf.reduce_max(tf.concat([size, [0]], 0)) + 1]], 0)
+        starts = tf.minimum(tf.range(shape[2])[None, None, :], size[:, None, None])
+        windows = tf.strings.substr(tf.broadcast_to(text[:, None, None], shape),
+                                    tf.broadcast_to(starts, shape),
+                                    tf.broadcast_to(tf.strings.length(stops)[:, :, None], shape))
+        found = tf.equal(windows, stops[:, :, None]) & (stops != "")[:, :, None]
+        return tf.reduce_any(found, axis=[1, 2])
+
+    return tf.cond(tf.reduce_any(stops != ""), check, lambda: tf.zeros_like(count, tf.bool))
