@@ -30,7 +30,8 @@ LONGEST_FIRST = (
     "test_lora.py", "test_sentence_embedding.py", "test_sentence_embedding_export.py",
     "test_hub.py", "test_docs.py",
     "test_span_qa_own_data.py",
-    "test_tagging_own_data.py")
+    "test_tagging_own_data.py",
+    "test_generate_cli.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -25,6 +25,7 @@ COMMANDS = {
     "score": "zoo_cli.score",
     "export": "zoo_cli.export",
     "predict": "zoo_cli.predict",
+    "generate": "zoo_cli.generate",
     "reproduce": "zoo_cli.reproduce",
 }
 

@@ -14,10 +14,18 @@ family"): here its task (zoo_tasks/<family>.py) and its serving signatures
 (zoo_tasks/serving/<family>.py), with its line in `FAMILIES` (or `OWN_DATA`). A benchmark of
 an existing family is its record and an experiment YAML
 (configs/experiments/<model>/<task>.yaml). `zoo_tasks.runs` runs an experiment end to end
-(`zoo train`, `zoo evaluate`, `zoo export`) on top of this registry.
+(`zoo train`, `zoo evaluate`, `zoo export`) on top of this registry; `load_run` opens a trained
+run directory (its config, task, model and tokenizer), and a language model's run writes text:
+
+    run = zoo_tasks.load_run("runs/gpt")        # a gpt1/pretrain or bert/pretrain_ltr run
+    run.generate("the film is", max_new_tokens=8)
 """
 
+import dataclasses
+import os
+
 from zoo import config as config_lib
+from zoo import files, generation, training
 from zoo.data.benchmarks import BENCHMARKS
 from zoo_tasks import (
     classification,
@@ -89,3 +97,61 @@ def create(name, config=None, check_data=True, rows=None):
                                          "memory are for text_classification")
         return TASKS[name](name, config, check_data=check_data, rows=rows)
     return TASKS[name](name, config, check_data=check_data)
+
+
+# The tasks whose model is a left-to-right language model, the ones that write text: GPT-1
+# (gpt1/pretrain) and BERT's LTR encoder (bert/pretrain_ltr).
+LANGUAGE_MODELS = ("pretrain/causal_lm",)
+
+
+class LoadedRun:
+    """A trained run directory in memory: `config`, `task`, `model`, `tokenizer`; a language
+    model's run also writes text (`generate`, `stream`: `zoo.generation.Generator`'s)."""
+
+    def __init__(self, path, config, task, model):
+        self.path, self.config, self.task, self.model = path, config, task, model
+        self.tokenizer = getattr(task, "tokenizer", None)  # none for images
+        self._generator = None
+
+    @property
+    def generator(self):
+        """The run's `zoo.generation.Generator`, built on first use (its compiled steps are
+        kept for later calls); a run that is not a language model's is a one-line error."""
+        if self.config.task not in LANGUAGE_MODELS:
+            raise ValueError(f"{self.path}: a {self.config.task} run does not write text; "
+                             "generation takes a language model's run (task "
+                             f"{', '.join(LANGUAGE_MODELS)}: gpt1/pretrain, bert/pretrain_ltr)")
+        if self._generator is None:
+            self._generator = generation.Generator(self.model, self.tokenizer)
+        return self._generator
+
+    def generate(self, prompts, **options):
+        """`zoo.generation.Generator.generate` on the run's model and tokenizer: completions
+        of a prompt (str) or of a list of them (see its options)."""
+        return self.generator.generate(prompts, **options)
+
+    def stream(self, prompt, **options):
+        """`zoo.generation.Generator.stream`: the completion of one prompt, piece by piece as
+        it is decoded."""
+        return self.generator.stream(prompt, **options)
+
+
+def load_run(run_dir, checkpoint="best"):
+    """A trained run directory: its config, task (reading the run's own vocabulary, not its
+    data), model and tokenizer, and for a language model's run `generate` and `stream`.
+
+    Args:
+        run_dir: a `zoo train` run directory.
+        checkpoint: "best" (falling back to "final") or "final".
+
+    Examples:
+        >>> import zoo_tasks
+        >>> run = zoo_tasks.load_run("runs/gpt")  # doctest: +SKIP
+        >>> run.generate(["the film is", "a movie"], max_new_tokens=8, seed=1)  # doctest: +SKIP
+    """
+    config, model = training.load_run(run_dir, checkpoint)
+    vocabulary = os.path.join(run_dir, "vocabulary")
+    config = dataclasses.replace(config, model=dataclasses.replace(
+        config.model, vocabulary=vocabulary if files.exists(vocabulary) else None,
+        init_checkpoint=None))
+    return LoadedRun(run_dir, config, create(config.task, config, check_data=False), model)

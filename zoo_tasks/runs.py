@@ -126,13 +126,10 @@ def train_sweep(config, run_dir, overwrite=False):
 
 
 def load_task(run_dir, checkpoint="best"):
-    """(config, task, model) of a run directory, the task reading the run's own vocabulary."""
-    config, model = training.load_run(run_dir, checkpoint)
-    vocabulary = os.path.join(run_dir, "vocabulary")
-    config = dataclasses.replace(config, model=dataclasses.replace(
-        config.model, vocabulary=vocabulary if files.exists(vocabulary) else None,
-        init_checkpoint=None))
-    return config, zoo_tasks.create(config.task, config, check_data=False), model
+    """(config, task, model) of a run directory, the task reading the run's own vocabulary
+    (`zoo_tasks.load_run`, which also writes text for a language model's run)."""
+    run = zoo_tasks.load_run(run_dir, checkpoint)
+    return run.config, run.task, run.model
 
 
 def evaluate_run(run_dir, split="dev", data=None, checkpoint="best"):

@@ -299,6 +299,8 @@ class Generator:
         """
         if not isinstance(prompt, str):
             raise ValueError("stream: takes one text prompt")
+        if options.get("return_prompt"):
+            raise ValueError("stream: streams the continuation only (no return_prompt)")
         use_cache = options.pop("use_cache", True)
         options = self._options(dict(options, self=self))
         if options.num_beams > 1 or options.num_return_sequences > 1:
