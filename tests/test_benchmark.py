@@ -10,6 +10,7 @@ zoo's and transformers' pretraining steps (eager and torch.compile) run. The ful
 `zoo benchmark all` (about 40 minutes on 2 cores).
 """
 
+import json
 import math
 import os
 import re
@@ -112,6 +113,19 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
     assert int(data[0][2].replace(",", "")) > 100_000
     assert all(float(row[3]) > 0 and 0.1 < float(row[5]) < 20 for row in data), data
 
+    # Generation (#52): every contender at batch 2 (the uncached ones too: the smallest
+    # batch), exactly the 8 new tokens asked (the export before #52 returns text only).
+    generation = _table(text, "## Generation")
+    assert {(row[0], row[3], row[4]) for row in generation} == {
+        ("zoo", "graph", "yes"), ("zoo", "xla", "yes"), ("zoo", "graph, no cache", "no"),
+        ("keras-hub", "graph", "yes"), ("keras-hub", "xla", "yes"),
+        ("transformers", "GPT2LMHeadModel", "yes"),
+        ("transformers", "OpenAIGPTLMHeadModel", "no"),
+        ("export", "serving_generate", "yes"), ("export", "serving_default before #52", "no")}
+    for row in generation:
+        assert row[5] == "2" and float(row[6].replace(",", "")) > 0, row
+        assert row[9] == ("n/a" if row[3] == "serving_default before #52" else "8"), row
+
     targets = _table(text, "## Targets")
     compared = [row[0] for row in targets]
     for expected in ("bert forward vs keras-hub tensorflow, batch 2",
@@ -121,7 +135,13 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
                      "pretraining tokens/s vs transformers (torch eager)",
                      "WordPiece tokens/s vs transformers' fast tokenizer",
                      "serving texts/s, zoo int8 export vs zoo float32 export",
-                     "serving texts/s, zoo int8 export vs ONNX Runtime int8"):
+                     "serving texts/s, zoo int8 export vs ONNX Runtime int8",
+                     "generate tokens/s, batch 2: zoo with the cache (fastest) vs "
+                     "transformers' GPT-2 with its cache (#52)",
+                     "generate tokens/s, batch 2: zoo with the cache vs keras-hub GPT2CausalLM "
+                     "(tensorflow; #52)",
+                     "generate tokens/s, batch 2: export serving_generate (cache) vs "
+                     "serving_default before #52 (no cache; #52)"):
         assert expected in compared, compared
     assert all(re.match(r"[\d.]+ \((met|missed|no target)", row[1]) for row in targets)
 
@@ -149,3 +169,59 @@ def test_the_gpu_pretraining_benchmark_runs_zoo_on_jax_without_tensorflow(tmp_pa
                                          "eager"), ("transformers", "torch", "eager")], rows
     # Random weights over a 30,522-token vocabulary: every loss near ln(30522) + ln(2) = 11.0.
     assert all(abs(float(row[3]) - 11.0) < 1.0 for row in rows), rows
+
+
+def test_the_generate_flags_of_zoo_and_of_the_lab_are_the_same():
+    """`zoo benchmark generate`'s flags are named in zoo_cli (its help runs where the lab is
+    not): the same as `python -m zoo_benchmarks.generate`'s, less the latter's own."""
+    import argparse
+
+    from zoo_benchmarks import generate
+    from zoo_cli import benchmark
+
+    commands = argparse.ArgumentParser().add_subparsers()
+    benchmark.register(commands)
+    zoo = commands.choices["benchmark"]._subparsers._group_actions[0].choices["generate"]
+
+    def flags(parser):  # --backends: the lab's default depends on --device
+        return {flag: (repr(action.default), action.nargs, action.type, action.help)
+                for action in parser._actions for flag in action.option_strings
+                if flag not in ("-h", "--help", "--backends")}
+
+    lab = {flag: value for flag, value in flags(generate.parser()).items()
+           if flag not in generate.STANDALONE_FLAGS}
+    assert flags(zoo) == lab
+
+
+def test_the_generate_benchmark_runs_on_jax_and_torch_without_tensorflow(tmp_path):
+    """`python -m zoo_benchmarks.generate` as the GPU machine runs it (JAX and torch, no
+    TensorFlow: here its import fails), --tiny, 4 new tokens: zoo, keras-hub and both
+    transformers models give their row, each with exactly 4 new tokens a row, and the ratios
+    against #52's targets are computed."""
+    for name in ("tensorflow", "tensorflow_text"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(
+            'raise ImportError("no TensorFlow on this machine")\n', encoding="utf-8")
+    env = dict(os.environ, KERAS_BACKEND="jax",
+               PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
+    out = tmp_path / "generate.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "zoo_benchmarks.generate", "--tiny", "--backends", "jax",
+         "--batches", "2", "--repeats", "1", "--new-tokens", "4", "--out", str(out)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    result = json.loads(out.read_text(encoding="utf-8"))
+    rows = {(r["library"], r["backend"], r["mode"], r["cache"]): r for r in result["rows"]}
+    assert set(rows) == {("zoo", "jax", "jit", True), ("keras-hub", "jax", "jit", True),
+                         ("transformers", "torch", "GPT2LMHeadModel", True),
+                         ("transformers", "torch", "OpenAIGPTLMHeadModel", False)}, rows
+    for row in rows.values():
+        assert row["batch"] == 2 and row["new_tokens"] == [4, 4] and row["tokens_per_s"] > 0
+    ratios = dict(result["ratios"])
+    assert set(ratios) == {
+        "generate tokens/s, batch 2: zoo with the cache (fastest) vs transformers' GPT-2 with "
+        "its cache (#52)",
+        "generate tokens/s, batch 2: zoo with the cache vs keras-hub GPT2CausalLM (jax; #52)",
+        "generate tokens/s, batch 2: zoo with the cache vs transformers' OpenAIGPTLMHeadModel "
+        "(no cache)"}, ratios
+    assert all(re.match(r"[\d.]+ \((met|missed|no target)", value) for value in ratios.values())

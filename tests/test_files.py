@@ -25,6 +25,17 @@ ALLOWED = {
     ("zoo/hub.py", "open"): "config.json in huggingface_hub's cache (a local folder)",
     ("zoo/hub.py", "os.path.isfile"): "files of a snapshot in huggingface_hub's local cache",
     ("zoo/hub.py", "os.path.isdir"): "a snapshot folder in huggingface_hub's local cache",
+    ("zoo_benchmarks/generate.py", "open"): "the --out JSON and its scratch prompts; it "
+                                            "runs where TensorFlow (and zoo.files) is not",
+    ("zoo_benchmarks/generate.py", "os.replace"): "the --out JSON's atomic rename (no "
+                                                  "TensorFlow there)",
+    ("zoo_benchmarks/generate.py", "os.path.isdir"): "its own TemporaryDirectory",
+    ("zoo_benchmarks/generate_contenders.py", "open"): "files in the benchmark's own "
+                                                       "TemporaryDirectory, without TensorFlow",
+    ("zoo_benchmarks/generate_contenders.py", "os.makedirs"): "a folder in that "
+                                                              "TemporaryDirectory",
+    ("zoo_benchmarks/generate_contenders.py", "os.path.isdir"): "a folder in that "
+                                                                "TemporaryDirectory",
     ("zoo_benchmarks/contenders.py", "open"): "zoo_config.json in the benchmark's own "
                                               "tempfile scratch directory",
     ("zoo_benchmarks/contenders.py", "os.path.exists"): "an ONNX file cached in that scratch "

@@ -5,8 +5,10 @@ not ship it: it runs from a clone of the repository. (Not `benchmarks`: pysbd, w
 requires, installs a top-level package of that name, and a PyPI distribution holds it.)
 
   `zoo benchmark`       side-by-side speed: report.py runs the sections (models, finetune,
-                        pretrain, bucketing, serving, tokenizers, data); common.py, weights.py,
-                        contenders.py and workers.py are what they share
+                        pretrain, bucketing, serving, tokenizers, data, generate); common.py,
+                        weights.py, contenders.py and workers.py are what they share;
+                        generate_contenders.py is what generate's processes run
+                        (`python -m zoo_benchmarks.generate` too, on a GPU without TensorFlow)
   gpu.py                BERT pretraining steps on one GPU, zoo on JAX vs transformers
                         (`python -m zoo_benchmarks.gpu`)
   transformers_recipe   zoo's training recipe in transformers and torch: the reference zoo's

@@ -137,7 +137,7 @@ def run_transformers(args):
                 torch.cuda.empty_cache()
 
 
-def _device():
+def device_name():
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version",
                               "--format=csv,noheader"], capture_output=True, text=True,
@@ -150,7 +150,7 @@ def _device():
 def report(args, rows):
     tokens = args.batch * args.length
     lines = [f"Command: `python -m zoo_benchmarks.gpu --preset {args.preset} --batch "
-             f"{args.batch} --steps {args.steps}`; device: {_device()}; batch {args.batch} x "
+             f"{args.batch} --steps {args.steps}`; device: {device_name()}; batch {args.batch} x "
              f"{args.length} tokens, mean of {args.steps} steps after {args.warmup} untimed.", "",
              "| library | backend | mode | loss over | precision | sequences/s | tokens/s | "
              "ms per step | loss |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]

@@ -17,6 +17,7 @@ from zoo_benchmarks.bucketing import section_bucketing
 from zoo_benchmarks.common import BACKENDS, FAMILIES
 from zoo_benchmarks.data import section_data
 from zoo_benchmarks.finetune import section_finetune
+from zoo_benchmarks.generate import section_generate
 from zoo_benchmarks.models import section_models
 from zoo_benchmarks.pretrain import section_pretrain
 from zoo_benchmarks.serving import section_serving
@@ -72,7 +73,7 @@ def run(args):
     sections = {"models": section_models, "finetune": section_finetune,
                 "pretrain": section_pretrain, "bucketing": section_bucketing,
                 "serving": section_serving, "tokenizers": section_tokenizers,
-                "data": section_data}
+                "data": section_data, "generate": section_generate}
     chosen = list(sections) if args.target == "all" else [args.target]
     started = datetime.datetime.now()
     outputs = []

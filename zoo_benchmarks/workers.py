@@ -22,7 +22,7 @@ from zoo_benchmarks.contenders import (
     transformers_contenders,
 )
 
-_PAUSE = 0.2  # seconds between two timed calls of different workers
+PAUSE = 0.2  # seconds between two timed calls of different workers
 
 
 def worker():
@@ -70,24 +70,26 @@ def worker():
             replies.write(json.dumps({"output": value}) + "\n")
 
 
-class _Worker:
+class WorkerProcess:
     """One worker process: `(library, backend)`; its contenders are named "mode policy batch"
-    within a kind ("forward" or "train"); `names` are those of the last spec built."""
+    within a kind ("forward" or "train"); `names` are those of the last spec built. `entry`:
+    the Python code the process runs (another benchmark's worker of the same protocol, e.g.
+    zoo_benchmarks.generate's); `settings`: more environment variables."""
 
-    def __init__(self, library, backend, spec):
+    def __init__(self, library, backend, spec,
+                 entry="import zoo_benchmarks.workers as w; w.worker()", **settings):
         import json
         import subprocess
 
         self.label = library if backend is None else f"{library} {backend}"
-        env = child_environment(TF_CPP_MIN_LOG_LEVEL="3")
+        env = child_environment(TF_CPP_MIN_LOG_LEVEL="3", **settings)
         if backend:
             env["KERAS_BACKEND"] = backend
         spec = dict(spec, library=library)
         self.library, self.kind = library, spec["kind"]
         self.log = tempfile.TemporaryFile("w+")
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "import zoo_benchmarks.workers as w; w.worker()",
-             json.dumps(spec)],
+            [sys.executable, "-c", entry, json.dumps(spec)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, env=env)
         self.names = self._reply()["ready"]
 
@@ -195,7 +197,7 @@ def time_family(root, family, kind, batches, length, backends, bf16, repeats, pr
                     pool[(library, backend)].add(spec)
                     workers.append(pool[(library, backend)])
                 else:
-                    workers.append(_Worker(library, backend, spec))
+                    workers.append(WorkerProcess(library, backend, spec))
                     if pool is not None:
                         pool[(library, backend)] = workers[-1]
             for batch in batches:
@@ -203,7 +205,7 @@ def time_family(root, family, kind, batches, length, backends, bf16, repeats, pr
                 times = {key: [] for key in calls}
                 for _ in range(repeats):
                     for w, name in calls:
-                        time.sleep(_PAUSE)
+                        time.sleep(PAUSE)
                         times[(w, name)].append(w.ask("time", name)["seconds"])
                 outputs = {(w, n): w.ask("output", n)["output"] for w, n in calls}
                 reference = next((v for (w, n), v in outputs.items()

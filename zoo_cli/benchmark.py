@@ -12,6 +12,10 @@
   zoo benchmark tokenizers  WordPiece (tokens/s), zoo in tf.data vs transformers' BertTokenizerFast
   zoo benchmark data        `zoo data pretrain` tokens/s and peak memory with 1 and 2 Beam workers
                             vs the tokenize-only `tokenizers` BertWordPieceTokenizer on one core
+  zoo benchmark generate    greedy generation tokens/s at GPT-1's size (64-token prompts, 128
+                            new tokens, batch 1 and 8): zoo with its cache on TensorFlow (graph,
+                            XLA), JAX and the export, vs zoo without it, transformers' GPT-2
+                            (cache) and GPT-1, keras-hub's GPT2CausalLM; the first call's time
   zoo benchmark all         all of the above; writes docs/benchmarks.md (--out) with the machine,
                             the versions, every command, and each ratio against its target
 
@@ -61,6 +65,7 @@ def register(subparsers):
             ("serving", "exported SavedModel (raw text in, label out) vs transformers' pipeline"),
             ("tokenizers", "WordPiece throughput in tf.data vs transformers' fast tokenizer"),
             ("data", "`zoo data pretrain` tokens/s and memory, 1 vs 2 Beam workers"),
+            ("generate", "greedy generation tokens/s: zoo's cache vs transformers, keras-hub"),
             ("all", "every benchmark above; writes docs/benchmarks.md")):
         parsers[name] = targets.add_parser(name, help=help_text)
         parsers[name].set_defaults(func=run, target=name)
@@ -72,7 +77,9 @@ def register(subparsers):
         parsers[name].add_argument("--bf16", action=argparse.BooleanOptionalAction,
                                    default=True, help="also time bfloat16 on Keras: "
                                    "mixed_bfloat16, and zoo with bfloat16 weights")
-    for name in ("models", "finetune", "pretrain", "all"):
+    parsers["generate"].add_argument("--batches", nargs="+", type=int, default=[1, 8],
+                                     help="batch sizes (those without a cache: the smallest)")
+    for name in ("models", "finetune", "pretrain", "generate", "all"):
         parsers[name].add_argument("--tiny", action="store_true",
                                    help="two-layer models instead of the paper's sizes: checks "
                                         "the benchmark itself; the figures mean nothing")
@@ -81,7 +88,7 @@ def register(subparsers):
     for name, parser in parsers.items():
         parser.add_argument("--repeats", type=int, default=5,
                             help="timed calls or passes per contender (the median is reported)")
-        if name != "models":
+        if name not in ("models", "generate"):
             parser.add_argument("--batch-size", type=int, default=None,
                                 help="default: 8 (finetune, pretrain, serving), 32 (bucketing), "
                                      "256 (tokenizers)")
@@ -112,6 +119,19 @@ def register(subparsers):
                                         "marginal rate is taken between the two largest")
         parsers[name].add_argument("--workers", nargs="+", type=int, default=None,
                                    help="Beam DirectRunner workers to compare (default 1 2)")
+    # generate's own flags; under `all`, their defaults (zoo_benchmarks.generate).
+    generate = parsers["generate"]
+    generate.add_argument("--new-tokens", type=int, default=None,
+                          help="new tokens per row (default 128; 8 with --tiny)")
+    generate.add_argument("--prompt-length", type=int, default=None,
+                          help="prompt tokens per row (default 64; 16 with --tiny)")
+    generate.add_argument("--uncached-batches", nargs="+", type=int, default=None,
+                          help="batch sizes of the contenders without a cache (default: the "
+                               "smallest of --batches)")
+    generate.add_argument("--uncached-repeats", type=int, default=1,
+                          help="timed calls of each contender without a cache")
+    generate.add_argument("--export", action=argparse.BooleanOptionalAction, default=None,
+                          help="time zoo's export (default: where TensorFlow is a backend)")
     parsers["data"].add_argument("--tiny", action="store_true",
                                  help="a 1 MB corpus: checks the benchmark itself")
     parsers["all"].add_argument("--out", default=os.path.join("docs", "benchmarks.md"),

@@ -53,8 +53,8 @@ class Backbone(keras.Model):
                                causal[None, None])  # (batch, 1, seq, length)
         updated = []
         for i, block in enumerate(self.blocks):
-            x, keys, values = block.call_cached(x, mask, cache[2 * i], cache[2 * i + 1], index,
-                                                  write)
+            x, keys, values = block.call_cached(
+                x, mask, cache[2 * i], cache[2 * i + 1], index, write)
             updated += [keys, values]
         return x, tuple(updated)
 
