@@ -27,8 +27,8 @@ def _table(text, heading):
     section = text[text.index(heading):]
     rows = []
     for line in section.splitlines()[1:]:
-        if line.startswith("## "):
-            break
+        if line.startswith("## ") or (rows and not line.startswith("| ")):
+            break  # the next section, or the end of the table
         if line.startswith("| ") and not line.startswith("| ---"):
             rows.append([cell.strip() for cell in line.strip("|").split("|")])
     return rows[1:]  # without the header
@@ -103,6 +103,14 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
     assert serving["ONNX Runtime, float32"][-1] == "256/256"
     assert {"zoo SavedModel, int8", "ONNX Runtime, int8"} <= set(serving), serving
     assert all(float(row[1]) > 0 for row in serving.values()), serving
+    # One loaded model, client threads 1 and 2 under --tiny (#53): zoo and ONNX Runtime in
+    # float32 at each, every request answered in time.
+    concurrency = _table(text, "### Concurrency")
+    assert {(row[0], row[1]) for row in concurrency} == {
+        (contender, threads) for contender in ("zoo SavedModel, float32", "ONNX Runtime, float32")
+        for threads in ("1", "2")}, concurrency
+    for _, _, requests, rate, p50, p99 in concurrency:
+        assert int(requests) > 0 and float(rate) > 0 and float(p99) >= float(p50) > 0
     tokenizers = _table(text, "## Tokenizers")
     same, total = re.match(r"([\d,]+)/([\d,]+) lines", tokenizers[0][2]).groups()
     assert same == total
@@ -126,6 +134,18 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
         assert row[5] == "2" and float(row[6].replace(",", "")) > 0, row
         assert row[9] == ("n/a" if row[3] == "serving_default before #52" else "8"), row
 
+    # The journey (#53): `zoo train` and transformers' Trainer, each a fresh process, on the
+    # same 352 training lines in batches of 32 (11 optimizer steps) and 64 dev lines.
+    journey = {row[0]: row for row in _table(text, "## Journey")}
+    assert set(journey) == {"zoo", "transformers"}, journey
+    for name, (_, wall, metrics, startup, training, steps, rate, steady, accuracy) in (
+            journey.items()):
+        assert 0 < float(startup) < float(metrics) <= float(wall), journey[name]
+        assert 0 < float(training) and steps == "11", journey[name]
+        assert float(rate) > 0 and float(steady) > 0, journey[name]
+        right = float(accuracy) * 64  # dev lines right, from an accuracy to 3 decimals
+        assert 0 <= float(accuracy) <= 1 and abs(right - round(right)) < 0.04, journey[name]
+
     targets = _table(text, "## Targets")
     compared = [row[0] for row in targets]
     for expected in ("bert forward vs keras-hub tensorflow, batch 2",
@@ -136,12 +156,14 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
                      "WordPiece tokens/s vs transformers' fast tokenizer",
                      "serving texts/s, zoo int8 export vs zoo float32 export",
                      "serving texts/s, zoo int8 export vs ONNX Runtime int8",
+                     "serving texts/s at 2 threads, zoo float32 vs ONNX Runtime float32",
                      "generate tokens/s, batch 2: zoo with the cache (fastest) vs "
                      "transformers' GPT-2 with its cache (#52)",
                      "generate tokens/s, batch 2: zoo with the cache vs keras-hub GPT2CausalLM "
                      "(tensorflow; #52)",
                      "generate tokens/s, batch 2: export serving_generate (cache) vs "
-                     "serving_default before #52 (no cache; #52)"):
+                     "serving_default before #52 (no cache; #52)",
+                     "zoo train wall-clock vs transformers' Trainer"):
         assert expected in compared, compared
     assert all(re.match(r"[\d.]+ \((met|missed|no target)", row[1]) for row in targets)
 
@@ -225,3 +247,29 @@ def test_the_generate_benchmark_runs_on_jax_and_torch_without_tensorflow(tmp_pat
         "generate tokens/s, batch 2: zoo with the cache vs transformers' OpenAIGPTLMHeadModel "
         "(no cache)"}, ratios
     assert all(re.match(r"[\d.]+ \((met|missed|no target)", value) for value in ratios.values())
+
+
+def test_all_only_merges_its_sections_into_the_file():
+    """`zoo benchmark all --only ...`: the sections run replace those of the same heading, or
+    are added at the end; their target rows replace the same comparison's, or are added after
+    the table; every other line stays as it was measured."""
+    import doctest
+
+    from zoo_benchmarks import merge
+
+    assert doctest.testmod(merge, optionflags=doctest.NORMALIZE_WHITESPACE).failed == 0
+    old = ("# B\n\nMachine: A.\n\n## Targets (issue #10)\n\n| comparison | ratio |\n"
+           "| --- | --- |\n| kept | 1.0 (no target) |\n| x vs y | 0.5 (missed: target ≥ 1.0) |\n"
+           "\n## Models: old\n\nmodels table\n\n## Serving: old (a separate run)\n\nold\n")
+    new = [(["## Journey: zoo train vs Trainer", "", "journey table", ""],
+            [("x vs y", "1.2 (met: target ≥ 1.0)"), ("new row", "3.0 (no target)")]),
+           (["## Serving: new", "", "new serving"], [])]
+    text = merge.merge(old, new, "CPU B", "2026-11-27", "zoo benchmark all --only journey")
+    assert text.startswith("# B\n\nMachine: A.\n\n## Targets (issue #10)\n")
+    assert ("| kept | 1.0 (no target) |\n| x vs y | 1.2 (met: target ≥ 1.0); a separate run, "
+            "2026-11-27 |\n| new row | 3.0 (no target); a separate run, 2026-11-27 |\n\n"
+            "## Models: old\n\nmodels table\n\n## Serving: new (a separate run)\n\nMeasured on: "
+            "CPU B; 2026-11-27, `zoo benchmark all --only journey`.\n\nnew serving\n\n"
+            "## Journey: zoo train vs Trainer (a separate run)\n\nMeasured on: CPU B; "
+            "2026-11-27, `zoo benchmark all --only journey`.\n\njourney table\n") in text, text
+    assert "old\n" not in text.split("## Serving")[1]

@@ -105,3 +105,24 @@ def test_the_resolved_config_round_trips():
     config = resolve("bert/pretrain", ["model.backbone.num_layers=2"])
     data = yaml.safe_load(yaml.safe_dump(config_lib.to_dict(config)))
     assert config_lib.from_dict(data, "config.yaml") == config
+
+
+def test_dynamic_padding_is_on_by_default_and_wider_where_each_shape_compiles(monkeypatch):
+    """`data.pad_to_multiple_of: null` (the default) resolves to 8 in graph mode, to a quarter
+    of the sequence length (a multiple of 8) under XLA or on JAX; a value set stays; the
+    resolved value is what a run's config.yaml records."""
+    import sys
+
+    monkeypatch.delitem(sys.modules, "keras", raising=False)  # read KERAS_BACKEND
+    monkeypatch.setenv("KERAS_BACKEND", "tensorflow")
+    task = {"task": "glue/mrpc"}
+    assert config_lib.resolve(task).data.pad_to_multiple_of == 8
+    assert config_lib.resolve(task).data.sort_by_length is True
+    for length, multiple in ((128, 32), (512, 128), (100, 32), (16, 8)):
+        resolved = config_lib.resolve(task, ["train.jit_compile=true",
+                                             f"data.sequence_length={length}"])
+        assert resolved.data.pad_to_multiple_of == multiple, length
+    assert config_lib.resolve(task, ["data.pad_to_multiple_of=0"]).data.pad_to_multiple_of == 0
+    assert config_lib.to_dict(config_lib.resolve(task))["data"]["pad_to_multiple_of"] == 8
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    assert config_lib.resolve(task).data.pad_to_multiple_of == 32

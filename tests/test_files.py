@@ -22,6 +22,7 @@ ALLOWED = {
     ("zoo/training/run_lock.py", "open"): "reads /proc/<pid>/stat: is a local process a zombie",
     ("zoo/training/run_lock.py", "os.remove"): "the local branch's mkstemp file, hard-linked as "
                                                "the lock (remote paths take the gfile branch)",
+    ("zoo/hardware.py", "open"): "reads /proc/cpuinfo: the local CPU's flags",
     ("zoo/hub.py", "open"): "config.json in huggingface_hub's cache (a local folder)",
     ("zoo/hub.py", "os.path.isfile"): "files of a snapshot in huggingface_hub's local cache",
     ("zoo/hub.py", "os.path.isdir"): "a snapshot folder in huggingface_hub's local cache",

@@ -17,6 +17,7 @@ file) before anything runs. `resolve(experiment, overrides)` does the three step
 import copy
 import dataclasses
 import os
+import sys
 import types
 import typing
 
@@ -100,13 +101,13 @@ class DataConfig:
     dir: str | None = _field(None, "directory holding the task's official files (train.tsv, "
                              "dev.tsv ...; pretraining: the seq<L> shard folders)")
     sequence_length: int = _field(128, "tokens per sequence (truncated / padded)", min=8)
-    pad_to_multiple_of: int = _field(0, "dynamic padding: pad each batch only to its longest "
-                                     "sequence, rounded up to a multiple of this (the bucket "
-                                     "width; compilations <= sequence_length / it); 0: pad to "
-                                     "sequence_length", min=0)
-    sort_by_length: bool = _field(False, "evaluation and prediction: batch the examples in "
-                                  "order of length, so that with pad_to_multiple_of each "
-                                  "batch carries little padding; results stay in file order")
+    pad_to_multiple_of: int | None = _field(None, "dynamic padding: pad each batch to its "
+                                            "longest sequence rounded up to a multiple of "
+                                            "this (compilations <= sequence_length / it); 0: "
+                                            "to sequence_length (the papers); null: "
+                                            "8, or sequence_length / 4 under XLA / on JAX", min=0)
+    sort_by_length: bool = _field(True, "evaluation and prediction: batch the examples by "
+                                  "length (little padding); results stay in file order")
     skip_bad_rows: bool = _field(False, "skip, count and report malformed rows instead of "
                                  "stopping at the first")
     # Your own data (text_classification): files of any name, columns by name, any labels.
@@ -308,7 +309,21 @@ def resolve(experiment=None, overrides=()):
             value = text
         _set(config, key.strip(), value, f"--set {override}")
     check(config)
+    config.data.pad_to_multiple_of = _pad_multiple(config)
     return config
+
+
+def _pad_multiple(config):
+    """`data.pad_to_multiple_of`, null resolved: 8 where a new batch shape costs nothing; 1/4
+    of sequence_length (a multiple of 8) where each compiles (XLA, JAX) (docs/training.md)."""
+    if config.data.pad_to_multiple_of is not None:
+        return config.data.pad_to_multiple_of
+    backend = (sys.modules["keras"].config.backend() if "keras" in sys.modules  # imported
+               else os.environ.get("KERAS_BACKEND", "tensorflow"))
+    if not (config.train.jit_compile or backend == "jax"):
+        return 8
+    quarter = -(-config.data.sequence_length // 4)  # rounded up, then up to a multiple of 8
+    return max(8, -(-quarter // 8) * 8)
 
 
 def check(config, where="config"):

@@ -12,12 +12,15 @@ import sys
 import tempfile
 import time
 
+from zoo import files
 from zoo.files import write_text
 from zoo_benchmarks.bucketing import section_bucketing
 from zoo_benchmarks.common import BACKENDS, FAMILIES
 from zoo_benchmarks.data import section_data
 from zoo_benchmarks.finetune import section_finetune
 from zoo_benchmarks.generate import section_generate
+from zoo_benchmarks.journey import section_journey
+from zoo_benchmarks.merge import merge
 from zoo_benchmarks.models import section_models
 from zoo_benchmarks.pretrain import section_pretrain
 from zoo_benchmarks.serving import section_serving
@@ -73,8 +76,10 @@ def run(args):
     sections = {"models": section_models, "finetune": section_finetune,
                 "pretrain": section_pretrain, "bucketing": section_bucketing,
                 "serving": section_serving, "tokenizers": section_tokenizers,
-                "data": section_data, "generate": section_generate}
-    chosen = list(sections) if args.target == "all" else [args.target]
+                "data": section_data, "generate": section_generate,
+                "journey": section_journey}
+    only = getattr(args, "only", None)
+    chosen = (only or list(sections)) if args.target == "all" else [args.target]
     started = datetime.datetime.now()
     outputs = []
     with tempfile.TemporaryDirectory() as root:
@@ -125,6 +130,12 @@ def run(args):
     doc.append("")
     for lines, _ in outputs:
         doc += lines + [""]
+    if only and files.exists(args.out):  # the other sections stay as they were measured
+        with files.open(args.out, encoding="utf-8") as file:
+            old = file.read()
+        write_text(args.out, merge(old, outputs, machine, f"{started:%Y-%m-%d}", command))
+        progress(f"merged {', '.join(only)} into {args.out}")
+        return 0
     write_text(args.out, "\n".join(doc).rstrip() + "\n")
     progress(f"wrote {args.out}")
     return 0
@@ -133,4 +144,5 @@ def run(args):
 # Options of `all` left out of the command line written into the file when at their default.
 _DEFAULTS = {"families": list(FAMILIES), "batches": [8, 1], "backends": list(BACKENDS),
              "repeats": 5, "sequence_length": 128, "batch_size": None, "bf16": True,
-             "tiny": False, "corpus_mb": None, "workers": None}
+             "tiny": False, "corpus_mb": None, "workers": None, "only": None,
+             "checkpoint": None, "train_file": None, "dev_file": None}

@@ -1,5 +1,8 @@
 """`zoo benchmark serving`: raw text to label, zoo's SavedModels (float32, bfloat16, int8) vs
-transformers' pipeline and ONNX Runtime (float32, and int8 from its `quantize_dynamic`)."""
+transformers' pipeline and ONNX Runtime (float32, and int8 from its `quantize_dynamic`).
+
+`prepare` writes the models both of the section's tables serve; the second table, one loaded
+model and several client threads, is `zoo_benchmarks.concurrency`'s."""
 
 import os
 import sys
@@ -10,6 +13,7 @@ from zoo import config as config_lib
 from zoo import export, tokenizers
 from zoo.convert import to_huggingface
 from zoo.export import int8
+from zoo_benchmarks import concurrency
 from zoo_benchmarks.common import corpus_lines, preset_for, target_cell
 
 # Each contender runs in its own fresh interpreter, as a server would: in one process,
@@ -87,6 +91,69 @@ def _onnx_models(hf_model, folder):
     return paths
 
 
+def prepare(args, tmp, progress=print):
+    """What the serving benchmarks serve, written under `tmp`: the texts, zoo's exports and
+    transformers' copy of the same classifier (a folder, and as ONNX in float32 and int8).
+
+    Returns a dict: "preset", "lines" (the texts), "texts" (them as a JSON file), "zoo"
+    ({policy or "int8": SavedModel path}), "hf" (the transformers folder, BertTokenizerFast
+    beside the model), "onnx" ({"float32" or "int8": .onnx path}).
+    """
+    import json
+
+    import numpy as np
+    import torch
+    import transformers
+
+    preset = preset_for(args) or ("bert_tiny" if getattr(args, "tiny", False) else "bert_base")
+    texts = getattr(args, "texts", 256)
+    transformers.logging.set_verbosity_error()  # the classifier is copied in below
+    lines = [line for line in corpus_lines(None) if len(line.split()) >= 3][:texts]
+    corpus = os.path.join(tmp, "corpus.txt")
+    with open(corpus, "w", encoding="utf-8") as file:
+        file.writelines(line + "\n" for line in corpus_lines(None))
+    texts_path = os.path.join(tmp, "texts.json")
+    with open(texts_path, "w", encoding="utf-8") as file:
+        json.dump(lines, file)
+    vocab = os.path.join(tmp, "vocab")
+    tokenizers.train_vocabulary([corpus], size=8000, kind="wordpiece", out=vocab)
+    config = config_lib.resolve("bert/glue_sst2", [
+        f"model.preset={preset}", f"model.vocabulary={vocab}", "model.dropout=0",
+        f"data.sequence_length={args.sequence_length}"])
+    task = zoo_tasks.create("glue/sst2", config, check_data=False)
+    keras_model = task.build_model()
+    exports = {}
+    # `zoo benchmark all --no-bf16` leaves out the bfloat16 export, as it does elsewhere.
+    policies = ["float32"] + (["mixed_bfloat16"] if getattr(args, "bf16", True) else [])
+    for policy in policies:
+        # As `zoo export` serves mixed_bfloat16: dense and embedding weights in bfloat16.
+        model = keras_model if policy == "float32" else export.with_bfloat16_weights(
+            keras_model)
+        archive, _ = export.build_archive(task, model, None)
+        exports[policy] = os.path.join(tmp, policy)
+        archive.write_out(exports[policy], verbose=False)
+    with int8.serving_form(keras_model):  # as `zoo export --quantize int8` writes it
+        archive, _ = export.build_archive(task, keras_model, None)
+        exports["int8"] = os.path.join(tmp, "int8")
+        archive.write_out(exports["int8"], verbose=False)
+
+    hf_dir = os.path.join(tmp, "hf")
+    to_huggingface(keras_model.backbone, hf_dir)
+    hf_model = transformers.BertForSequenceClassification.from_pretrained(hf_dir, num_labels=2)
+    kernel, bias = (np.asarray(w) for w in keras_model.classifier.dense.weights)
+    with torch.no_grad():
+        hf_model.classifier.weight.copy_(torch.from_numpy(kernel.T.copy()))
+        hf_model.classifier.bias.copy_(torch.from_numpy(bias.copy()))
+    served = os.path.join(tmp, "hf_classifier")
+    hf_model.save_pretrained(served)
+    transformers.BertTokenizerFast(os.path.join(vocab, "vocab.txt"),
+                                   do_lower_case=True).save_pretrained(served)
+    progress("  exporting transformers' model to ONNX, quantizing it")
+    onnx_models = dict(zip(("float32", "int8"), _onnx_models(hf_model, tmp)))
+    return {"preset": preset, "lines": lines, "texts": texts_path, "zoo": exports,
+            "hf": served, "onnx": onnx_models}
+
+
 def section_serving(args, progress=print):
     """Raw text to label: zoo's SavedModel signature vs transformers' pipeline, same weights.
 
@@ -99,68 +166,24 @@ def section_serving(args, progress=print):
     are compared on every text. Each contender warms up with one pass, then the median of
     --repeats passes is reported. The int8 rows: zoo's `--quantize int8` export (`zoo.export.int8`)
     and ONNX Runtime's `quantize_dynamic` of transformers' model (BertTokenizerFast before
-    it), beside ONNX Runtime in float32.
+    it), beside ONNX Runtime in float32. Then, unless --threads is empty, the concurrency
+    table (`zoo_benchmarks.concurrency`) on the same models.
     """
     import json
     import subprocess
 
-    import numpy as np
-    import torch
-    import transformers
-
-    preset = preset_for(args)
     batch_size = args.batch_size or 8
-    texts = getattr(args, "texts", 256)
-    transformers.logging.set_verbosity_error()  # the classifier is copied in below
-    lines = [line for line in corpus_lines(None) if len(line.split()) >= 3][:texts]
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        corpus = os.path.join(tmp, "corpus.txt")
-        with open(corpus, "w", encoding="utf-8") as file:
-            file.writelines(line + "\n" for line in corpus_lines(None))
-        texts_path = os.path.join(tmp, "texts.json")
-        with open(texts_path, "w", encoding="utf-8") as file:
-            json.dump(lines, file)
-        vocab = os.path.join(tmp, "vocab")
-        tokenizers.train_vocabulary([corpus], size=8000, kind="wordpiece", out=vocab)
-        config = config_lib.resolve("bert/glue_sst2", [
-            f"model.preset={preset}", f"model.vocabulary={vocab}", "model.dropout=0",
-            f"data.sequence_length={args.sequence_length}"])
-        task = zoo_tasks.create("glue/sst2", config, check_data=False)
-        keras_model = task.build_model()
-        commands = {}
-        # `zoo benchmark all --no-bf16` leaves out the bfloat16 export, as it does elsewhere.
-        policies = ["float32"] + (["mixed_bfloat16"] if getattr(args, "bf16", True) else [])
-        for policy in policies:
-            # As `zoo export` serves mixed_bfloat16: dense and embedding weights in bfloat16.
-            model = keras_model if policy == "float32" else export.with_bfloat16_weights(
-                keras_model)
-            archive, _ = export.build_archive(task, model, None)
-            path = os.path.join(tmp, policy)
-            archive.write_out(path, verbose=False)
-            commands[f"zoo SavedModel, {policy}"] = ["-c", _SERVE_ZOO, path]
-        with int8.serving_form(keras_model):  # as `zoo export --quantize int8` writes it
-            archive, _ = export.build_archive(task, keras_model, None)
-            archive.write_out(os.path.join(tmp, "int8"), verbose=False)
-        commands["zoo SavedModel, int8"] = ["-c", _SERVE_ZOO, os.path.join(tmp, "int8")]
-
-        hf_dir = os.path.join(tmp, "hf")
-        to_huggingface(keras_model.backbone, hf_dir)
-        hf_model = transformers.BertForSequenceClassification.from_pretrained(
-            hf_dir, num_labels=2)
-        kernel, bias = (np.asarray(w) for w in keras_model.classifier.dense.weights)
-        with torch.no_grad():
-            hf_model.classifier.weight.copy_(torch.from_numpy(kernel.T.copy()))
-            hf_model.classifier.bias.copy_(torch.from_numpy(bias.copy()))
-        served = os.path.join(tmp, "hf_classifier")
-        hf_model.save_pretrained(served)
-        transformers.BertTokenizerFast(os.path.join(vocab, "vocab.txt"),
-                                       do_lower_case=True).save_pretrained(served)
-        commands["transformers pipeline (torch, float32)"] = ["-c", _SERVE_TRANSFORMERS, served]
-        progress("  exporting transformers' model to ONNX, quantizing it")
-        onnx_models = _onnx_models(hf_model, tmp)
-        for label, onnx_model in zip(("float32", "int8"), onnx_models):
-            commands[f"ONNX Runtime, {label}"] = ["-c", _SERVE_ONNXRUNTIME, served, onnx_model]
+        prepared = prepare(args, tmp, progress)
+        preset, lines, texts_path = prepared["preset"], prepared["lines"], prepared["texts"]
+        commands = {f"zoo SavedModel, {policy}": ["-c", _SERVE_ZOO, path]
+                    for policy, path in prepared["zoo"].items()}
+        commands["transformers pipeline (torch, float32)"] = ["-c", _SERVE_TRANSFORMERS,
+                                                              prepared["hf"]]
+        for label, onnx_model in prepared["onnx"].items():
+            commands[f"ONNX Runtime, {label}"] = ["-c", _SERVE_ONNXRUNTIME, prepared["hf"],
+                                                  onnx_model]
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
         for name, command in commands.items():
             progress(f"  {name}")
@@ -173,6 +196,9 @@ def section_serving(args, progress=print):
             if proc.returncode:
                 raise RuntimeError(f"{name} failed:\n{proc.stderr[-3000:]}")
             results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+        threads = concurrency.thread_counts(args)
+        if threads:
+            concurrent = concurrency.section(args, prepared, threads, tmp, progress)
 
     reference = results["transformers pipeline (torch, float32)"]
     out = [
@@ -209,4 +235,7 @@ def section_serving(args, progress=print):
                                 1.8)))
     summary.append(("serving texts/s, zoo int8 export vs ONNX Runtime int8",
                     target_cell(rate["zoo SavedModel, int8"] / rate["ONNX Runtime, int8"])))
+    if threads:
+        out += [""] + concurrent[0]
+        summary += concurrent[1]
     return out + [""], summary

@@ -7,8 +7,10 @@
   zoo benchmark pretrain    one BERT-base pretraining step (masked LM + NSP), tokens/s: zoo on
                             TensorFlow (graph, XLA) and JAX vs transformers (eager, torch.compile)
   zoo benchmark bucketing   fine-tuning examples/s with dynamic padding vs pad-to-128 (GLUE mix)
-  zoo benchmark serving     raw text -> label (texts/s): zoo's exported SavedModel (float32 and
-                            bfloat16) vs transformers' text-classification pipeline, same weights
+  zoo benchmark serving     raw text -> label (texts/s): zoo's exported SavedModel (float32,
+                            bfloat16, int8) vs transformers' text-classification pipeline and
+                            ONNX Runtime, same weights; then one loaded model served to 1 2 4 8
+                            client threads (--threads): texts/s, p50 and p99 latency
   zoo benchmark tokenizers  WordPiece (tokens/s), zoo in tf.data vs transformers' BertTokenizerFast
   zoo benchmark data        `zoo data pretrain` tokens/s and peak memory with 1 and 2 Beam workers
                             vs the tokenize-only `tokenizers` BertWordPieceTokenizer on one core
@@ -16,6 +18,10 @@
                             new tokens, batch 1 and 8): zoo with its cache on TensorFlow (graph,
                             XLA), JAX and the export, vs zoo without it, transformers' GPT-2
                             (cache) and GPT-1, keras-hub's GPT2CausalLM; the first call's time
+  zoo benchmark journey     `zoo train` from the command to its metrics vs transformers' Trainer
+                            (fresh processes, the same checkpoint, data and recipe): wall-clock,
+                            steps/s and dev accuracy; --checkpoint, --train-file, --dev-file for
+                            your own (default: a random BERT and labeled lines it builds)
   zoo benchmark all         all of the above; writes docs/benchmarks.md (--out) with the machine,
                             the versions, every command, and each ratio against its target
 
@@ -66,6 +72,7 @@ def register(subparsers):
             ("tokenizers", "WordPiece throughput in tf.data vs transformers' fast tokenizer"),
             ("data", "`zoo data pretrain` tokens/s and memory, 1 vs 2 Beam workers"),
             ("generate", "greedy generation tokens/s: zoo's cache vs transformers, keras-hub"),
+            ("journey", "zoo train, command to metrics, vs transformers' Trainer"),
             ("all", "every benchmark above; writes docs/benchmarks.md")):
         parsers[name] = targets.add_parser(name, help=help_text)
         parsers[name].set_defaults(func=run, target=name)
@@ -90,18 +97,35 @@ def register(subparsers):
                             help="timed calls or passes per contender (the median is reported)")
         if name not in ("models", "generate"):
             parser.add_argument("--batch-size", type=int, default=None,
-                                help="default: 8 (finetune, pretrain, serving), 32 (bucketing), "
-                                     "256 (tokenizers)")
+                                help="default: 8 (finetune, pretrain, serving), 32 (bucketing, "
+                                     "journey), 256 (tokenizers)")
     for name in ("models", "finetune", "pretrain", "bucketing", "serving", "all"):
         parsers[name].add_argument("--sequence-length", type=int, default=128)
-    for name in ("bucketing", "serving"):
-        parsers[name].add_argument("--preset", default="bert_base")
+    parsers["bucketing"].add_argument("--preset", default="bert_base")
+    parsers["serving"].add_argument("--preset", default=None,
+                                    help="default: bert_base (bert_tiny with --tiny)")
     parsers["bucketing"].add_argument("--tasks", nargs="+", default=["glue/mrpc", "glue/sst2"])
     parsers["bucketing"].add_argument("--steps", type=int, default=4,
                                       help="timed steps per setting")
     parsers["bucketing"].add_argument("--multiple", type=int, default=16)
     parsers["serving"].add_argument("--texts", type=int, default=256,
                                     help="texts per timed pass")
+    # The concurrency table (zoo_benchmarks.concurrency); under `all`, these defaults.
+    serving = parsers["serving"]
+    serving.add_argument("--tiny", action="store_true",
+                         help="bert_tiny (unless --preset); concurrency: float32 only, "
+                              "threads 1 2, 0.5 s each: checks the benchmark itself")
+    serving.add_argument("--threads", nargs="*", type=int, default=None,
+                         help="client threads of the concurrency table (default 1 2 4 8; 1 2 "
+                              "with --tiny; none: no concurrency table)")
+    serving.add_argument("--request-size", type=int, default=None,
+                         help="texts per request in the concurrency table (default 1)")
+    serving.add_argument("--seconds", type=float, default=None,
+                         help="seconds each contender serves at each thread count (default "
+                              "10; 0.5 with --tiny)")
+    serving.add_argument("--tf-threading", nargs="+", default=None, metavar="INTER,INTRA",
+                         help="also zoo float32 with tf.config.threading's inter- and "
+                              "intra-op threads set so in the client (0: TensorFlow's default)")
     tokenizers = parsers["tokenizers"]
     tokenizers.add_argument("--corpus", nargs="+",
                             help="plain-text files, one text per line (default: the English "
@@ -134,5 +158,24 @@ def register(subparsers):
                           help="time zoo's export (default: where TensorFlow is a backend)")
     parsers["data"].add_argument("--tiny", action="store_true",
                                  help="a 1 MB corpus: checks the benchmark itself")
+    # journey's own flags; under `all`, their defaults (zoo_benchmarks.journey).
+    journey = parsers["journey"]
+    for name in ("journey", "all"):  # under `all`: the journey's checkpoint and data
+        parsers[name].add_argument("--checkpoint", help="journey: a Hugging Face BERT folder "
+                                   "(default: a random BERT of all-MiniLM-L6-v2's size, built)")
+        parsers[name].add_argument("--train-file", help="journey: CSV with text and label "
+                                   "columns (default: labeled lines of the pydoc corpus, built)")
+        parsers[name].add_argument("--dev-file", help="journey: CSV with text and label "
+                                   "columns, evaluated once")
+    journey.add_argument("--sequence-length", type=int, default=64)
+    journey.add_argument("--learning-rate", type=float, default=1e-4)
+    journey.add_argument("--epochs", type=float, default=1.0)
+    journey.add_argument("--tiny", action="store_true",
+                         help="a 2-layer model and 352 lines: checks the benchmark itself")
+    parsers["all"].add_argument("--only", nargs="+", default=None, metavar="TARGET",
+                                choices=[name for name in parsers if name != "all"],
+                                help="run only these benchmarks and merge their sections into "
+                                     "--out in place of the old ones, marked as a separate "
+                                     "run with this machine and date (zoo_benchmarks.merge)")
     parsers["all"].add_argument("--out", default=os.path.join("docs", "benchmarks.md"),
                                 help="the markdown file to write (atomically)")

@@ -3,6 +3,7 @@
   zoo export --run-dir runs/mrpc --out exports/mrpc              # exports/mrpc/1, then 2, ...
   zoo export --run-dir runs/mrpc --out exports/mrpc --version 7 --checkpoint final
   zoo export --run-dir runs/mrpc --out exports/mrpc_bf16 --mixed-precision mixed_bfloat16
+  zoo export --run-dir runs/mrpc --out exports/mrpc_auto --mixed-precision auto  # the faster
   zoo export --run-dir runs/mrpc --out exports/mrpc_int8 --quantize int8
 
 Writes BASE/N (TF Serving's versioned layout; N defaults to one more than the highest version
@@ -30,11 +31,14 @@ def register(subparsers):
                         help="version number (default: one more than the highest in BASE)")
     add_checkpoint(parser)
     parser.add_argument("--mixed-precision", default=None,
-                        choices=("float32", "mixed_bfloat16", "mixed_float16"),
+                        choices=("float32", "mixed_bfloat16", "mixed_float16", "auto"),
                         help="serve under this dtype policy (default: the run's "
                         "train.mixed_precision); mixed_bfloat16 stores the dense and embedding "
                         "weights in bfloat16 (the same answers, half their size); faster on "
-                        "some CPUs only (slower without AMX on Intel: `zoo benchmark serving`)")
+                        "some CPUs only (about 2x slower on Intel without AMX and on AVX2 "
+                        "alone: a warning says so); auto: "
+                        "time the model's forward pass in float32 and bfloat16 here and serve "
+                        "the faster (float32 unless bfloat16 wins by 5%% at batch 8 and 1)")
     parser.add_argument("--quantize", default=None, choices=("int8",),
                         help="serve every dense layer in int8: 7-bit weights with a scale per "
                         "output, activations quantized per request batch, the product, scales, "

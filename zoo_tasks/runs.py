@@ -168,10 +168,11 @@ def export_run(run_dir, base, version=None, checkpoint="best", progress=print,
         checkpoint: "best" (falling back to "final") or "final".
         progress: called with one line per stage.
         mixed_precision: serve under this Keras dtype policy ("float32", "mixed_bfloat16",
-            "mixed_float16") instead of the run's own `train.mixed_precision`. A model served
-            under mixed_bfloat16 (so also a run trained under it) is exported with its dense
-            and embedding weights in bfloat16 (`export.with_bfloat16_weights`: the same
-            answers).
+            "mixed_float16") instead of the run's own `train.mixed_precision`, or "auto":
+            the faster of float32 and mixed_bfloat16 on this machine, timed
+            (`zoo.export.dtype`). A model served under mixed_bfloat16 (so also a run trained
+            under it) is exported with its dense and embedding weights in bfloat16
+            (`export.with_bfloat16_weights`: the same answers).
         quantize: "int8" serves every Dense layer in int8 (`zoo.export.int8`); None: as trained.
 
     Examples:

@@ -30,18 +30,20 @@ import re
 import keras
 import tensorflow as tf
 
-from zoo import files, lora
+from zoo import files, hardware, lora
 from zoo.config import PRECISIONS
-from zoo.export import int8
+from zoo.export import dtype, int8
 from zoo.layers import PatchEmbedding, PositionEmbedding
 from zoo.storage import storage_operation
 
 METADATA = "zoo_export.json"
 DEFAULT, IDS = "serving_default", "serving_ids"
-# Raw-input signatures pad each batch only to its longest sequence, rounded up to this
-# (unless the run sets data.pad_to_multiple_of): 16 keeps distinct shapes few while cutting
-# most padding. The tasks whose outputs on real tokens do not depend on the padding use it.
-PAD_TO_MULTIPLE_OF = 16
+# Raw-input signatures pad each batch only to its longest sequence, whatever the run trained
+# with (data.pad_to_multiple_of): a SavedModel's graph takes any length at no cost, and served
+# batches of short texts are mostly padding otherwise (1.7x texts/s against a width of 16 on
+# `zoo benchmark serving`'s texts, docs/measurements.md). The tasks whose outputs on real
+# tokens do not depend on the padding use it.
+PAD_TO_MULTIPLE_OF = 1
 _TEMPORARY = re.compile(r"^\.tmp-(\d+)-(\d+)-")
 
 
@@ -297,13 +299,17 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
     """Write `model` with `task`'s signatures to `base/<version>/`; returns the path.
 
     `policy` is the dtype policy the model was trained under; `mixed_precision` another one
-    to serve under ("float32", "mixed_bfloat16", "mixed_float16"). A model served under
-    mixed_bfloat16 is written with its dense and embedding weights in bfloat16
-    (`with_bfloat16_weights`: the same answers). `run_dir` is what the task's serving may
-    read besides the model (SQuAD v2.0's null threshold); it and `checkpoint` are recorded in
-    `zoo_export.json`. `quantize="int8"` serves every Dense layer in int8 (`zoo.export.int8`: int8
-    weights, activations quantized per call, one fused oneDNN kernel a layer; computed under
-    float32 otherwise), and only the int8 kernels are saved. `zoo_tasks.runs.export_run`
+    to serve under ("float32", "mixed_bfloat16", "mixed_float16"), or "auto": the faster of
+    float32 and mixed_bfloat16 on this machine, timed on the model's forward pass
+    (`zoo.export.dtype`; the choice and timings go to `zoo_export.json` as `dtype_auto`). A
+    model served under mixed_bfloat16 is written with its dense and embedding weights in
+    bfloat16 (`with_bfloat16_weights`: the same answers); asked for on a CPU where it is
+    slower (`dtype.bfloat16_fast`: no AMX on Intel), it is served with a warning through
+    `progress`. `run_dir` is what the task's serving may read besides the model (SQuAD
+    v2.0's null threshold); it and `checkpoint` are recorded in `zoo_export.json`.
+    `quantize="int8"` serves every Dense layer in int8 (`zoo.export.int8`: int8 weights,
+    activations quantized per call, one fused oneDNN kernel a layer; computed under float32
+    otherwise), and only the int8 kernels are saved. `zoo_tasks.runs.export_run`
     (`zoo export`) calls this with a run's task and model. A model with LoRA layers
     (`train.lora_rank`) is exported merged (`zoo.lora.merged`): no LoRA variables, the same
     signatures; a run's own .keras files are merged already.
@@ -319,6 +325,14 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
         progress(f"computing under float32 around the int8 products (the run trained under "
                  f"{policy})")
         mixed_precision = "float32"
+    auto = None
+    if mixed_precision == dtype.AUTO:  # the faster of float32 and bfloat16 on this machine
+        forms = {dtype.FLOAT32: model if policy == "float32" else
+                 with_dtype_policy(model, "float32"),
+                 dtype.BFLOAT16: with_bfloat16_weights(model)}
+        policy, auto = dtype.pick(forms, min(dtype.LENGTH, task.config.data.sequence_length),
+                                  progress)
+        model, mixed_precision = forms[policy], None
     if mixed_precision and mixed_precision != policy:
         if mixed_precision not in PRECISIONS:
             raise ValueError(f"--mixed-precision {mixed_precision!r}: one of "
@@ -327,7 +341,10 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
         if mixed_precision != "mixed_bfloat16":
             model = with_dtype_policy(model, mixed_precision)
         policy = mixed_precision
-    if policy == "mixed_bfloat16":
+    if policy == "mixed_bfloat16" and auto is None:
+        warning = dtype.bfloat16_warning(hardware.cpu())
+        if warning:
+            progress(warning)
         progress("storing the dense kernels and embedding tables in bfloat16")
         model = with_bfloat16_weights(model)
     # A full disk, a read-only or vanished BASE: one StorageError naming the export.
@@ -350,7 +367,7 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
         metadata = {"task": task.name,
                     "run_dir": run_dir and files.absolute(run_dir),
                     "checkpoint": checkpoint, "version": version,
-                    "dtype_policy": policy, "quantize": quantize,
+                    "dtype_policy": policy, "dtype_auto": auto, "quantize": quantize,
                     "signatures": described}
         with writing():
             with files.open(os.path.join(staging, METADATA), "w", encoding="utf-8") as file:

@@ -27,8 +27,7 @@ def signatures(task, model, run_dir=None):
 
     def raw(sentence1, sentence2=None):
         # Always dynamic padding: a served batch is padded to its longest sequence.
-        return answer(task.inputs(sentence1, sentence2, multiple=(
-            task.config.data.pad_to_multiple_of or export.PAD_TO_MULTIPLE_OF)))
+        return answer(task.inputs(sentence1, sentence2, multiple=export.PAD_TO_MULTIPLE_OF))
 
     inputs = {"sentence1": export.text("sentence1")}
     if not task.single_sentence:

@@ -71,8 +71,7 @@ def signatures(task, model, run_dir=None):
             x = packed_inputs(task, context, choices)
         # Dynamic padding: each choice is scored on its own real tokens, so cutting the
         # batch to its longest sequence changes no score.
-        x = packing.trim_padding(x, task.config.data.pad_to_multiple_of
-                                 or export.PAD_TO_MULTIPLE_OF)
+        x = packing.trim_padding(x, export.PAD_TO_MULTIPLE_OF)
         return answer({key: value[:, 0] for key, value in x.items()}, batch, k)
 
     def ids(**x):

@@ -19,8 +19,7 @@ def signatures(task, model, run_dir=None):
     def raw(text):
         # Always dynamic padding: a served batch is padded to its longest sequence; padding
         # does not change the pooled vector (it is masked out).
-        return answer(task.inputs(text, multiple=(task.config.data.pad_to_multiple_of
-                                                  or export.PAD_TO_MULTIPLE_OF)))
+        return answer(task.inputs(text, multiple=export.PAD_TO_MULTIPLE_OF))
 
     outputs = ("embedding",)
     return {

@@ -45,8 +45,7 @@ def signatures(task, model, run_dir=None):
         words = tf.strings.split(valid_utf8(text))  # (batch, words), row_splits int64
         # Dynamic padding: the tags of real tokens do not depend on the padding.
         aligned = packing.trim_padding(align_tokens(words, task.tokenizer, length),
-                                       task.config.data.pad_to_multiple_of
-                                       or export.PAD_TO_MULTIPLE_OF)
+                                       export.PAD_TO_MULTIPLE_OF)
         probabilities = per_token({key: aligned[key] for key in
                                    ("token_ids", "segment_ids", "padding_mask")})
         token_tags = tf.argmax(probabilities, axis=-1, output_type=tf.int32)

@@ -40,8 +40,7 @@ def signatures(task, model, run_dir=None):
 
     def raw(text, text_pair=None):
         # Always dynamic padding: a served batch is padded to its longest sequence.
-        return answer(task.inputs(text, text_pair, multiple=(
-            task.config.data.pad_to_multiple_of or export.PAD_TO_MULTIPLE_OF)))
+        return answer(task.inputs(text, text_pair, multiple=export.PAD_TO_MULTIPLE_OF))
 
     inputs = {"text": export.text("text")}
     if not task.single_sentence:
