@@ -2,10 +2,12 @@
 
 A whole `zoo benchmark all` takes most of an hour on 2 cores; a change to one part of zoo
 needs only its sections again. The sections run are written into the existing markdown file
-(--out) in place of the sections of the same heading (or at its end), each marked "(a
-separate run)" with a line naming the machine, the date and the command, since they may come
-from another machine than the file's header names. Their target rows replace the rows of the
-same comparison in the Targets table (or are added to it), the run's date beside the ratio.
+(--out), each marked "(a separate run)" with a line naming the machine, the date and the
+command, since they may come from another machine than the file's header names: in place of
+an earlier separate run's section of the same heading, after the file's own run's section
+of that heading (which stays: it may hold rows the new run did not measure), or at the end.
+Their target rows replace the rows of the same comparison in the Targets table (or are added
+to it), the run's date beside the ratio.
 """
 
 import re
@@ -49,6 +51,10 @@ def merge(text, outputs, machine, date, command):
         | --- | --- |
         | a vs b | 2.0 (no target); a separate run, 2026-11-27 |
         <BLANKLINE>
+        ## Serving: old
+        <BLANKLINE>
+        old table
+        <BLANKLINE>
         ## Serving: new (a separate run)
         <BLANKLINE>
         Measured on: CPU X; 2026-11-27, `zoo benchmark all --only serving`.
@@ -70,15 +76,18 @@ def merge(text, outputs, machine, date, command):
     if added:  # after the table's last row
         last = max(i for i, line in enumerate(merged_head) if line.startswith("| "))
         merged_head[last + 1:last + 1] = added
-    by_key = {_key(section[0]): i for i, section in enumerate(sections)}
     for lines, _ in outputs:
         heading = lines[0].replace(" (a separate run)", "") + " (a separate run)"
         body = [heading, "", f"Measured on: {machine}; {date}, `{command}`."] + lines[1:]
         while body[-1] == "":
             body.pop()
         body.append("")
-        if _key(lines[0]) in by_key:
-            sections[by_key[_key(lines[0])]] = body
+        same = [i for i, section in enumerate(sections) if _key(section[0]) == _key(lines[0])]
+        separate = [i for i in same if "(a separate run)" in sections[i][0]]
+        if separate:  # measured again
+            sections[separate[0]] = body
+        elif same:  # the file's own run (its header's machine) stays, the new one after it
+            sections.insert(same[-1] + 1, body)
         else:
             sections.append(body)
     out = "\n".join(merged_head).rstrip("\n") + "\n\n"
