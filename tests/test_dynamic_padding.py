@@ -20,6 +20,8 @@ from zoo_tasks import data_order
 
 MULTIPLE = 8
 CUT = [f"data.pad_to_multiple_of={MULTIPLE}", "data.sort_by_length=true"]
+# The papers' fixed-length batches in file order (the defaults are dynamic and sorted, #53).
+FULL = ["data.pad_to_multiple_of=0", "data.sort_by_length=false"]
 
 
 def folder(sample_data, task, split="train"):
@@ -50,7 +52,7 @@ def pair(sample_data, case):
 
     experiment, name, overrides = CASES[case]
     base = overrides(sample_data)
-    full = zoo_tasks.create(name, config_lib.resolve(experiment, base))
+    full = zoo_tasks.create(name, config_lib.resolve(experiment, base + FULL))
     cut = zoo_tasks.create(name, config_lib.resolve(experiment, base + CUT))
     return full, cut
 
