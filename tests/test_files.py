@@ -59,7 +59,6 @@ ALLOWED = {
     ("zoo_benchmarks/data.py", "open"): "corpora written to its TemporaryDirectory; "
                                         "/proc/<pid>/stat for the resident memory",
     ("zoo_benchmarks/data.py", "os.listdir"): "/proc: the processes of a timed run",
-    ("zoo_benchmarks/report.py", "open"): "/proc/cpuinfo, to describe the machine",
     ("zoo_benchmarks/serving.py", "open"): "corpus and texts written to its TemporaryDirectory",
     ("zoo_benchmarks/tokenizers.py", "open"): "the training corpus in its TemporaryDirectory",
     ("zoo_benchmarks/weights.py", "os.makedirs"): "per-family folders in the scratch directory",

@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 
-from zoo import files
+from zoo import files, hardware
 from zoo.files import write_text
 from zoo_benchmarks.bucketing import section_bucketing
 from zoo_benchmarks.common import BACKENDS, FAMILIES
@@ -33,14 +33,8 @@ def _machine():
     """One line on the CPU and one on the library versions."""
     from importlib import metadata
 
-    cpu, flags = platform.processor() or platform.machine(), set()
-    with contextlib.suppress(OSError):
-        with open("/proc/cpuinfo", encoding="utf-8") as file:
-            for line in file:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                elif line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
+    cpu, _, flags = hardware.cpu()
+    flags = flags or set()
     memory = ""
     with contextlib.suppress(OSError, ValueError):
         pages = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
