@@ -342,10 +342,32 @@ def test_bad_input_fails_before_training_naming_the_culprit(sample_data, tmp_pat
     assert code == 1 and "vocabulary size 100" in err
     code, err = train("model.vocabulary=null")
     assert code == 1 and "model.vocabulary: missing" in err
+    # XLA asked for under op determinism (on by default), which would silently run without it.
+    code, err = train("train.jit_compile=true")
+    assert code == 1 and "set train.deterministic=false too" in err, err
     assert not (tmp_path / "run" / "final.keras").exists()
     # Nothing was trained: the only thing a failed start may leave is its config.yaml.
     if (tmp_path / "run").exists():
         assert set(os.listdir(tmp_path / "run")) <= {"config.yaml", "vocabulary"}
+
+
+def test_keras_compiles_no_xla_under_op_determinism():
+    """Why `train.jit_compile=true` needs `train.deterministic=false` on TensorFlow: Keras
+    turns `jit_compile` off when op determinism is on (if a later Keras keeps it, this fails
+    and zoo's refusal in zoo/training/loop.py can go)."""
+    from tensorflow.python.framework import config as tf_config
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    was = tf_config.is_op_determinism_enabled()
+    tf_config.enable_op_determinism()
+    try:
+        model.compile("sgd", "mse", jit_compile=True)
+        under_determinism = model.jit_compile
+    finally:
+        if not was:
+            tf_config.disable_op_determinism()
+    model.compile("sgd", "mse", jit_compile=True)
+    assert (under_determinism, model.jit_compile) == (False, True)
 
 
 # === Pretraining, then fine-tuning from its checkpoint ===

@@ -89,6 +89,12 @@ def fit(config, task, run_dir, overwrite=False, shared_backup=None):
 
 def _fit(config, task, run_dir, overwrite, shared_backup):
     train_config = config.train
+    if (train_config.jit_compile and train_config.deterministic
+            and keras.backend.backend() == "tensorflow"):
+        # Keras (3.15, model_supports_jit) compiles no XLA under TF's op determinism: the step
+        # would run in graph mode, the setting silently ignored.
+        raise config_lib.ConfigError("train.jit_compile=true: TensorFlow runs no XLA under "
+                                     "op determinism; set train.deterministic=false too")
     resuming = run_dir_lib.check_run_dir(config, run_dir, overwrite)
     previous_policy = keras.config.dtype_policy()
     keras.config.set_dtype_policy(train_config.mixed_precision)
