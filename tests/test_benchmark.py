@@ -249,6 +249,27 @@ def test_the_generate_benchmark_runs_on_jax_and_torch_without_tensorflow(tmp_pat
     assert all(re.match(r"[\d.]+ \((met|missed|no target)", value) for value in ratios.values())
 
 
+def test_serving_times_its_contenders_in_alternation():
+    """`zoo benchmark serving` (workers.alternate): pass r of every contender before pass
+    r + 1 of any, each contender once a round, the round's order rotated; each contender's
+    seconds come back under its name, in the order they were taken."""
+    from zoo_benchmarks.workers import alternate
+
+    calls = []
+
+    def fake(name):
+        def measure():
+            calls.append(name)
+            return float(sum(1 for call in calls if call == name))  # its 1st, 2nd, ... pass
+        return measure
+
+    names = ["zoo", "transformers", "onnxruntime"]
+    times = alternate({name: fake(name) for name in names}, repeats=4, pause=0)
+    assert calls == ["zoo", "transformers", "onnxruntime", "transformers", "onnxruntime", "zoo",
+                     "onnxruntime", "zoo", "transformers", "zoo", "transformers", "onnxruntime"]
+    assert times == {name: [1.0, 2.0, 3.0, 4.0] for name in names}
+
+
 def test_all_only_merges_its_sections_into_the_file():
     """`zoo benchmark all --only ...`: the sections run replace those of the same heading, or
     are added at the end; their target rows replace the same comparison's, or are added after

@@ -126,8 +126,9 @@ def _settings(args):
     return size, seconds, pairs
 
 
-def _start(script, arguments, tmp):
-    """A contender's process; its stderr goes to a temporary file, read if it fails."""
+def start(script, arguments, tmp):
+    """A contender's process (`python -c script *arguments`, in `tmp`); its stderr goes to a
+    temporary file, read if it fails. serving.py's contenders are started so too."""
     log = tempfile.TemporaryFile("w+")
     proc = subprocess.Popen([sys.executable, "-c", script, *arguments], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=log, text=True, cwd=tmp,
@@ -136,7 +137,9 @@ def _start(script, arguments, tmp):
     return proc
 
 
-def _ask(proc, name, request=None):
+def ask(proc, name, request=None):
+    """The next JSON line `proc` answers, after sending `request` (a JSON line) if given;
+    a RuntimeError with the end of its stderr if it has exited."""
     if request is not None:
         proc.stdin.write(json.dumps(request) + "\n")
         proc.stdin.flush()
@@ -148,6 +151,15 @@ def _ask(proc, name, request=None):
         proc.log.seek(0)
         raise RuntimeError(f"{name} failed:\n{proc.log.read()[-3000:]}")
     return json.loads(line)
+
+
+def stop(procs):
+    """Ends the processes of a {name: process} dict: done with them, no need to wait for a
+    clean exit."""
+    for proc in procs.values():
+        proc.kill()
+        proc.wait()
+        proc.log.close()
 
 
 def section(args, prepared, threads, tmp, progress=print):
@@ -167,22 +179,19 @@ def section(args, prepared, threads, tmp, progress=print):
         contenders[f"zoo SavedModel, float32, inter-op {inter}, intra-op {intra}"] = (
             _ZOO, [prepared["zoo"]["float32"], json.dumps(pair)])
     progress(f"  concurrency: loading {len(contenders)} contenders")
-    procs = {name: _start(script, [prepared["texts"], *arguments], tmp)
+    procs = {name: start(script, [prepared["texts"], *arguments], tmp)
              for name, (script, arguments) in contenders.items()}
     results = {}
     try:
         for name, proc in procs.items():
-            _ask(proc, name)  # loaded
+            ask(proc, name)  # loaded
         for count in threads:
             for name, proc in procs.items():
                 progress(f"  concurrency: {name}, {count} thread{'s' * (count > 1)}")
-                results[name, count] = _ask(proc, name, {"threads": count, "size": size,
-                                                         "seconds": seconds})
+                results[name, count] = ask(proc, name, {"threads": count, "size": size,
+                                                        "seconds": seconds})
     finally:
-        for proc in procs.values():  # done with them: no need to wait for a clean exit
-            proc.kill()
-            proc.wait()
-            proc.log.close()
+        stop(procs)
 
     request = "one text" if size == 1 else f"{size} texts"
     out = [f"### Concurrency: one loaded model, {', '.join(map(str, threads))} client threads",

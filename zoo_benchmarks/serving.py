@@ -5,6 +5,7 @@ transformers' pipeline and ONNX Runtime (float32, and int8 from its `quantize_dy
 model and several client threads, is `zoo_benchmarks.concurrency`'s."""
 
 import os
+import statistics
 import sys
 import tempfile
 
@@ -15,23 +16,25 @@ from zoo.convert import to_huggingface
 from zoo.export import int8
 from zoo_benchmarks import concurrency
 from zoo_benchmarks.common import corpus_lines, preset_for, target_cell
+from zoo_benchmarks.workers import alternate
 
 # Each contender runs in its own fresh interpreter, as a server would: in one process,
 # TensorFlow's spinning thread pools cut torch's throughput severalfold. A contender's script
 # is _ARGUMENTS (the arguments all take, the texts), its own lines defining `one_pass` (every
-# text to a label, in batches), then _TIMED: one warm-up pass, the median of `repeats` timed
-# ones, and the labels, as one JSON line.
+# text to a label, in batches), then _TIMED: one warm-up pass, whose labels it answers as one
+# JSON line, then one timed pass for each line on stdin, its seconds as one JSON line. The
+# parent keeps every contender loaded and asks them in turn (`workers.alternate`), so that a
+# drift in the machine's load falls on all of them alike.
 _ARGUMENTS = """
-import json, statistics, sys, time
-path, texts_path, batch_size, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+import json, sys, time
+path, texts_path, batch_size = sys.argv[1], sys.argv[2], int(sys.argv[3])
 texts = json.load(open(texts_path))
 """
 _TIMED = """
-labels = one_pass()
-times = []
-for _ in range(repeats):
-    start = time.perf_counter(); one_pass(); times.append(time.perf_counter() - start)
-print(json.dumps({"rate": len(texts) / statistics.median(times), "labels": labels}))
+print(json.dumps({"labels": one_pass()}), flush=True)
+for _ in sys.stdin:
+    start = time.perf_counter(); one_pass()
+    print(json.dumps({"seconds": time.perf_counter() - start}), flush=True)
 """
 _SERVE_ZOO = _ARGUMENTS + """
 import tensorflow as tf
@@ -44,7 +47,7 @@ def one_pass():
 _SERVE_TRANSFORMERS = _ARGUMENTS + """
 import torch, transformers
 transformers.logging.set_verbosity_error()
-length = int(sys.argv[5])
+length = int(sys.argv[4])
 pipe = transformers.pipeline("text-classification", model=path, tokenizer=path, device=-1)
 def one_pass():
     with torch.no_grad():
@@ -53,7 +56,7 @@ def one_pass():
 """ + _TIMED
 _SERVE_ONNXRUNTIME = _ARGUMENTS + """
 import numpy as np, onnxruntime, transformers
-model, length = sys.argv[5], int(sys.argv[6])
+model, length = sys.argv[4], int(sys.argv[5])
 tokenizer = transformers.BertTokenizerFast.from_pretrained(path)
 options = onnxruntime.SessionOptions()
 options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -163,39 +166,39 @@ def section_serving(args, progress=print):
     tensorflow_text, as a server runs it) and transformers' `pipeline("text-classification")`
     (BertTokenizerFast, padding to the batch's longest, BertForSequenceClassification on
     torch, in its own process). Weights are copied from the zoo model, and the labels of both
-    are compared on every text. Each contender warms up with one pass, then the median of
-    --repeats passes is reported. The int8 rows: zoo's `--quantize int8` export (`zoo.export.int8`)
-    and ONNX Runtime's `quantize_dynamic` of transformers' model (BertTokenizerFast before
-    it), beside ONNX Runtime in float32. Then, unless --threads is empty, the concurrency
-    table (`zoo_benchmarks.concurrency`) on the same models.
+    are compared on every text. Every contender is loaded and warms up with one pass; then
+    pass r of each, in turn (`workers.alternate`: the order rotated every round), before
+    pass r + 1 of any, and the median of --repeats passes is reported. The int8 rows: zoo's
+    `--quantize int8` export (`zoo.export.int8`) and ONNX Runtime's `quantize_dynamic` of
+    transformers' model (BertTokenizerFast before it), beside ONNX Runtime in float32. Then,
+    unless --threads is empty, the concurrency table (`zoo_benchmarks.concurrency`) on the
+    same models.
     """
-    import json
-    import subprocess
-
     batch_size = args.batch_size or 8
-    results = {}
     with tempfile.TemporaryDirectory() as tmp:
         prepared = prepare(args, tmp, progress)
         preset, lines, texts_path = prepared["preset"], prepared["lines"], prepared["texts"]
-        commands = {f"zoo SavedModel, {policy}": ["-c", _SERVE_ZOO, path]
+        # A script's arguments: the model, the texts, the batch size, then its own.
+        common, length = [texts_path, str(batch_size)], str(args.sequence_length)
+        commands = {f"zoo SavedModel, {policy}": (_SERVE_ZOO, [path, *common])
                     for policy, path in prepared["zoo"].items()}
-        commands["transformers pipeline (torch, float32)"] = ["-c", _SERVE_TRANSFORMERS,
-                                                              prepared["hf"]]
+        commands["transformers pipeline (torch, float32)"] = (
+            _SERVE_TRANSFORMERS, [prepared["hf"], *common, length])
         for label, onnx_model in prepared["onnx"].items():
-            commands[f"ONNX Runtime, {label}"] = ["-c", _SERVE_ONNXRUNTIME, prepared["hf"],
-                                                  onnx_model]
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-        for name, command in commands.items():
-            progress(f"  {name}")
-            extra = [str(args.sequence_length)] if not name.startswith("zoo") else []
-            if name.startswith("ONNX"):  # the model path goes after the common arguments
-                command, extra = command[:-1], [command[-1]] + extra
-            proc = subprocess.run([sys.executable, *command, texts_path, str(batch_size),
-                                   str(args.repeats), *extra], capture_output=True, text=True,
-                                  env=env, cwd=tmp)
-            if proc.returncode:
-                raise RuntimeError(f"{name} failed:\n{proc.stderr[-3000:]}")
-            results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+            commands[f"ONNX Runtime, {label}"] = (
+                _SERVE_ONNXRUNTIME, [prepared["hf"], *common, onnx_model, length])
+        progress(f"  loading {len(commands)} contenders, one warm-up pass each")
+        procs = {name: concurrency.start(script, arguments, tmp)
+                 for name, (script, arguments) in commands.items()}
+        try:
+            labels = {name: concurrency.ask(proc, name)["labels"]
+                      for name, proc in procs.items()}
+            times = alternate({name: lambda p=proc, n=name: concurrency.ask(p, n, {})["seconds"]
+                               for name, proc in procs.items()}, args.repeats, progress=progress)
+        finally:
+            concurrency.stop(procs)
+        results = {name: {"rate": len(lines) / statistics.median(times[name]),
+                          "labels": labels[name]} for name in commands}
         threads = concurrency.thread_counts(args)
         if threads:
             concurrent = concurrency.section(args, prepared, threads, tmp, progress)
@@ -211,8 +214,10 @@ def section_serving(args, progress=print):
         "(tokenizer, packing with dynamic padding, model, softmax, label names in the graph), "
         "loaded in a process that imports only tensorflow and tensorflow_text. transformers: "
         "`pipeline(\"text-classification\")` (BertTokenizerFast, padding to the batch's "
-        "longest) in its own process. Each warms up with one pass; the median of "
-        f"{args.repeats} passes is reported; the contenders run one after the other. int8: "
+        "longest) in its own process. Every contender is loaded and warms up with one pass; "
+        "then the parent asks each in turn for one timed pass (the order rotated every round, "
+        "so that a change in the machine's load falls on all alike) and reports the median of "
+        f"{args.repeats}. int8: "
         "zoo's `zoo export --quantize int8` (7-bit weights, a scale per output unit, "
         "uint8 activations over each batch's range, product, scales, bias and activation in "
         "one oneDNN kernel; LayerNorms in oneDNN's kernel too, where the float32 export keeps "

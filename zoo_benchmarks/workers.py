@@ -1,4 +1,5 @@
-"""The worker processes of `models` and `finetune`, and the alternated timing across them.
+"""The worker processes of `models` and `finetune`, and the alternated timing across them
+(`alternate`: serving's contenders too).
 
 Each contender (a library on a backend) runs in its own interpreter, as a server would: in one
 process, TensorFlow's spinning thread pools slowed torch down (see serving.py). The parent starts
@@ -132,6 +133,24 @@ class WorkerProcess:
             self.process.kill()
             self.process.wait()
         self.log.close()
+
+
+def alternate(measures, repeats, pause=PAUSE, progress=None):
+    """{name: [seconds of each repeat]} from `measures` ({name: a callable timing one call,
+    returning seconds}), each contender warmed up beforehand: repeat r of every contender, in
+    turn, before repeat r + 1 of any, the order rotated by one each round (each contender opens
+    a round in turn), `pause` seconds before each call. `serving` times its
+    contenders so; `time_family` keeps its own fixed order."""
+    names = list(measures)
+    times = {name: [] for name in names}
+    for round_ in range(repeats):
+        if progress:
+            progress(f"  timing: pass {round_ + 1} of {repeats}, each contender in turn")
+        shift = round_ % len(names) if names else 0
+        for name in names[shift:] + names[:shift]:
+            time.sleep(pause)
+            times[name].append(measures[name]())
+    return times
 
 
 def _groups(family, kind, backends, bf16, tiny=False):
