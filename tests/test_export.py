@@ -20,8 +20,10 @@ import numpy as np
 import pytest
 
 import zoo
-from tests.harness import REPO, saved_model_signatures, serve_fresh
+from tests.harness import REPO, saved_model_signatures, serve_fresh, shared_run
+from tests.test_signatures_batch import assert_every_input_batches
 from tests.test_training import TINY, mrpc
+from zoo import config as config_lib
 from zoo import export
 from zoo_cli.main import main as cli
 from zoo_tasks import runs
@@ -52,10 +54,18 @@ def pipeline(run_dir, split="dev", labels=True):
     return columns, logits, task.predict(model, split) if labels else None
 
 
+def mrpc_run(sample_data, tmp_path_factory, worker_id):
+    """The run directory of a tiny MRPC run (8 steps), trained once for the session: the
+    exports of this file and of tests/test_export_dtype.py read it (`shared_run`)."""
+    config = config_lib.resolve("bert/glue_mrpc", mrpc(sample_data, "train.steps=8",
+                                                       "train.eval_every=8"))
+    return shared_run(tmp_path_factory, worker_id, "glue_mrpc_export", config)[0]
+
+
 @pytest.fixture(scope="module")
-def mrpc_export(sample_data, tmp_path_factory):
+def mrpc_export(sample_data, tmp_path_factory, worker_id):
     root = tmp_path_factory.mktemp("export_mrpc")
-    run_dir = _train(sample_data, root / "run", "bert/glue_mrpc", "MRPC")
+    run_dir = mrpc_run(sample_data, tmp_path_factory, worker_id)
     path = runs.export_run(str(run_dir), str(root / "exports" / "mrpc"), progress=lambda _: None)
     return run_dir, path
 
@@ -117,6 +127,7 @@ def test_a_sentence_pair_export_answers_like_the_pipeline(mrpc_export, mrpc_serv
                                              {"probabilities", "label"})
     assert signatures["serving_ids"] == ({"token_ids", "segment_ids", "padding_mask"},
                                          {"probabilities", "label"})
+    assert_every_input_batches(path, "classification")
     metadata = json.loads(open(os.path.join(path, export.METADATA)).read())
     assert metadata["task"] == "glue/mrpc" and metadata["version"] == 1
     # Each weight stored once (ExportArchive.track(model) stored them twice, keras#23553).

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.harness import serve_fresh
-from tests.test_training import mrpc
+from tests.test_export import mrpc_run as trained_mrpc
 from zoo import export, hardware, models
 from zoo.export import dtype
 from zoo_cli.main import main as cli
@@ -24,19 +24,17 @@ AVX512 = frozenset({"avx2", "avx512f", "avx512_vnni", "avx512_bf16"})
 
 
 @pytest.fixture(scope="module")
-def mrpc_run(sample_data, tmp_path_factory):
-    """A tiny MRPC run, its float32 export, and that export's answers on the dev sentences."""
+def mrpc_run(sample_data, tmp_path_factory, worker_id):
+    """A tiny MRPC run (tests/test_export.py's, trained once for both files), its float32
+    export, and that export's answers on the dev sentences."""
     root = tmp_path_factory.mktemp("export_dtype")
-    args = ["train", "--experiment", "bert/glue_mrpc", "--run-dir", str(root / "run")]
-    for value in mrpc(sample_data, "train.steps=4", "train.eval_every=4"):
-        args += ["--set", value]
-    assert cli(args) == 0
-    path = runs.export_run(str(root / "run"), str(root / "float32"), progress=lambda _: None)
-    _, task, _ = runs.load_task(str(root / "run"))
+    run_dir = str(trained_mrpc(sample_data, tmp_path_factory, worker_id))
+    path = runs.export_run(run_dir, str(root / "float32"), progress=lambda _: None)
+    _, task, _ = runs.load_task(run_dir)
     columns = task.examples("dev")
     dev = {"sentence1": columns["sentence1"], "sentence2": columns["sentence2"]}
     [served] = serve_fresh(path, [dev])
-    return {"run_dir": str(root / "run"), "dev": dev, "float32": served}
+    return {"run_dir": run_dir, "dev": dev, "float32": served}
 
 
 def _export(run_dir, base, *flags):

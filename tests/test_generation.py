@@ -305,17 +305,24 @@ print("RESULT", json.dumps(out))
 """
 
 
-@pytest.mark.parametrize("backend", ["jax", "torch"])
-def test_jax_and_pytorch_generate_what_tensorflow_does(pair, tmp_path, backend):
+@pytest.fixture(scope="module")
+def on_tensorflow(pair, tmp_path_factory):
+    """The saved model the other backends load, and what it generates on TensorFlow (once for
+    both backends)."""
     _, model = pair
-    path = tmp_path / "lm.keras"
+    path = tmp_path_factory.mktemp("backends") / "lm.keras"
     model.save(path)
     generator = Generator(model)
-    expected = {"greedy": generator.generate(PROMPTS, max_new_tokens=8),
-                "sample": generator.generate(PROMPTS, max_new_tokens=8, top_p=0.9,
-                                             temperature=0.8, seed=5),
-                "beams": generator.generate(PROMPTS[0], max_new_tokens=6, num_beams=3),
-                "retraced": 0}
+    return path, {"greedy": generator.generate(PROMPTS, max_new_tokens=8),
+                  "sample": generator.generate(PROMPTS, max_new_tokens=8, top_p=0.9,
+                                               temperature=0.8, seed=5),
+                  "beams": generator.generate(PROMPTS[0], max_new_tokens=6, num_beams=3),
+                  "retraced": 0}
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_jax_and_pytorch_generate_what_tensorflow_does(on_tensorflow, backend):
+    path, expected = on_tensorflow
     env = dict(os.environ, KERAS_BACKEND=backend)
     out = subprocess.run([sys.executable, "-c", BACKEND_SCRIPT, str(path), json.dumps(PROMPTS)],
                          env=env, capture_output=True, text=True, timeout=300)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tests.harness import saved_model_signatures, serve_fresh
+from tests.test_signatures_batch import assert_every_input_batches
 from tests.test_training import TINY
 
 PROMPTS = ["the film is", "a movie about",
@@ -206,6 +207,7 @@ def test_the_signatures_and_what_is_fixed_at_export(lm):
         described = json.load(file)["signatures"]["serving_generate"]
     assert "num_beams=1" in described["doc"] and "repetition_penalty=1.0" in described["doc"]
     assert described["inputs"]["seed"]["dtype"] == "int64"
+    assert_every_input_batches(path, "causal_lm")  # but the options, of unknown rank
 
 
 def test_the_graph_holds_no_xla_only_op(lm):

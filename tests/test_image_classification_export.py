@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_image_classification import vit_run
+from tests.test_signatures_batch import assert_every_input_batches
 from zoo_cli.main import main as cli
 from zoo_tasks import runs
 
@@ -66,6 +67,7 @@ def test_image_bytes_give_the_pipeline_probabilities_and_labels(exported):
     assert signatures == {
         "serving_default": ({"image_bytes"}, {"probabilities", "label"}),
         "serving_ids": ({"pixels"}, {"probabilities", "label"})}
+    assert_every_input_batches(path, "image_classification")
 
 
 def test_a_converted_run_classifies_like_the_export_in_transformers_pipeline(exported,

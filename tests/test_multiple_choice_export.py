@@ -16,6 +16,7 @@ import pytest
 
 from tests.harness import saved_model_signatures, serve_fresh
 from tests.test_multiple_choice import DEV, LENGTH, TRAIN
+from tests.test_signatures_batch import assert_every_input_batches
 from tests.test_training import TINY
 from zoo import config as config_lib
 from zoo.data import read_examples
@@ -61,6 +62,7 @@ def test_export_equals_the_python_pipeline(sample_data, tmp_path, task_name, sty
         "train.deterministic=true", "train.eval_every=100000"])
     runs.train(config, str(run_dir))
     saved = runs.export_run(str(run_dir), str(tmp_path / "export"), progress=lambda line: None)
+    assert_every_input_batches(saved, "multiple_choice")
     _, task, model = runs.load_task(str(run_dir))
 
     ids = {"token_ids", "padding_mask"} | ({"segment_ids"} if style == "bert" else set())

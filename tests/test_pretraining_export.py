@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from tests.harness import saved_model_signatures, serve_fresh
+from tests.test_generate_cli import lm_run  # noqa: F401  (a fixture)
+from tests.test_signatures_batch import assert_every_input_batches
 from tests.test_training import TINY
 from zoo_cli.main import main as cli
 from zoo_tasks import runs
@@ -42,12 +44,12 @@ def _signatures(path):
 
 
 @pytest.fixture(scope="module")
-def gpt(sample_data, tmp_path_factory):
-    """A tiny GPT-1 language model trained for a few steps, its task, model and export."""
-    task, model, path = _train("gpt1/pretrain", tmp_path_factory.mktemp("export_gpt"),
-                               TINY["gpt1"] + [f"model.vocabulary={sample_data['bpe']}",
-                                               f"data.dir={sample_data['root'] / 'corpus'}",
-                                               "data.sequence_length=32"])
+def gpt(lm_run, tmp_path_factory):
+    """The tiny GPT-1 language model of tests/test_generate_cli.py (trained once for both
+    files), its task, model and export."""
+    path = runs.export_run(lm_run, str(tmp_path_factory.mktemp("export_gpt") / "exports"),
+                           progress=lambda line: None)
+    _, task, model = runs.load_task(lm_run)
     # One fresh serving process for the module's requests (each process costs seconds).
     return task, model, path, serve_fresh(path, GPT_REQUESTS + GPT_BAD, show=True)
 
@@ -115,13 +117,13 @@ def test_gpt_completions_equal_the_python_loop(gpt):
         "serving_generate": ({"prompt", "max_new_tokens", "do_sample", "temperature", "top_k",
                               "top_p", "seed", "stop"}, {"completion", "new_tokens"}),
         "serving_ids": ({"token_ids", "padding_mask"}, {"logits"})}
+    assert_every_input_batches(path, "causal_lm")  # but the options, of unknown rank
 
 
-def test_a_converted_gpt_run_generates_like_the_export_in_transformers_pipeline(gpt, tmp_path):
+def test_a_converted_gpt_run_generates_like_the_export_in_transformers_pipeline(gpt, lm_run,
+                                                                                tmp_path):
     """`zoo convert RUN OUT --to hf` (issue 20): OpenAIGPTLMHeadModel gives the run's logits,
     and `pipeline("text-generation")` (greedy) continues the prompts as the export does."""
-    import pathlib
-
     import torch
     import transformers
 
@@ -129,7 +131,7 @@ def test_a_converted_gpt_run_generates_like_the_export_in_transformers_pipeline(
 
     task, model, path, served = gpt
     out = tmp_path / "hf"
-    run_dir = pathlib.Path(path).parent.parent / "run"
+    run_dir = lm_run
     assert cli(["convert", str(run_dir), str(out), "--to", "hf"]) == 0
     hf = transformers.AutoModelForCausalLM.from_pretrained(out).eval()
     assert type(hf).__name__ == "OpenAIGPTLMHeadModel"
@@ -244,6 +246,7 @@ def test_masked_lm_blanks_equal_the_python_reference(bert):
         "serving_default": ({"text"}, {"tokens", "scores"}),
         "serving_ids": ({"token_ids", "segment_ids", "padding_mask", "mask_positions"},
                         {"logits"})}
+    assert_every_input_batches(path, "masked_lm")
 
 
 def test_a_converted_bert_pretraining_run_fills_blanks_like_the_export(bert, tmp_path):

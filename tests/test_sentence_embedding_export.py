@@ -13,6 +13,7 @@ import pytest
 
 from tests.harness import serve_fresh
 from tests.test_sentence_embedding import TEXTS, WORDS, write_hf_bert, write_sentence_transformers
+from tests.test_signatures_batch import assert_every_input_batches
 from zoo import config as config_lib
 from zoo_cli.main import main as cli
 from zoo_tasks import runs
@@ -93,6 +94,7 @@ def test_export_serves_the_python_encode_and_zoo_predict_writes_it(trained, tmp_
     root = trained["root"]
     saved = runs.export_run(str(root / "run"), str(tmp_path / "export"),
                             progress=lambda line: None)
+    assert_every_input_batches(saved, "sentence_embedding")
     _, task, model = runs.load_task(str(root / "run"))
     encoder = zoo.embeddings.SentenceEncoder(model, task.tokenizer,
                                              trained["config"].data.sequence_length)

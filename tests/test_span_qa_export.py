@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tests.harness import saved_model_signatures, serve_fresh
+from tests.test_signatures_batch import assert_every_input_batches
 from tests.test_span_qa import overrides
 from tests.test_training import TINY
 from zoo import config as config_lib
@@ -256,6 +257,8 @@ def test_signatures_are_listed_by_saved_model_cli(exports):
     assert signatures["serving_default"] == ({"question", "context"}, OUTPUTS)
     assert signatures["serving_ids"] == ({"token_ids", "segment_ids", "padding_mask"},
                                          {"start_logits", "end_logits"})
+    for name in ("squad_v1", "squad_v2"):  # v2.0's with dynamic padding
+        assert_every_input_batches(exports[name]["path"], "span_qa")
 
 
 @pytest.mark.parametrize("name", ["squad_v1", "squad_v2"])

@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from tests.harness import saved_model_signatures, serve_fresh
+from tests.test_signatures_batch import assert_every_input_batches
 from tests.test_tagging import fine_tuned_run, overrides  # noqa: F401  (a fixture)
 from zoo import config as config_lib
 from zoo.data.tagging import align_tokens
@@ -88,6 +89,7 @@ def test_fine_tuned_export_equals_predict(fine_tuned, tmp_path):
     assert signatures == {
         "serving_default": ({"text"}, {"words", "tags"}),
         "serving_ids": ({"token_ids", "segment_ids", "padding_mask"}, {"probabilities", "tags"})}
+    assert_every_input_batches(saved, "tagging")
     assert _rows(results[0]) == list(zip(dev, expected))
     assert len(dev) >= 50 and results[0]["words"].shape[1] == max(map(len, dev))
     assert _rows(results[1]) == list(zip(odd, odd_expected))

@@ -24,6 +24,7 @@ from sklearn import metrics as sk
 
 import zoo_tasks
 from tests.harness import REPO, serve_fresh
+from tests.test_signatures_batch import assert_every_input_batches
 from tests.test_training import TINY
 from zoo import config as config_lib
 from zoo.data import DataError
@@ -235,6 +236,8 @@ def test_zoo_score_and_evaluate_read_every_format_alike(trained, data, capsys):
 def test_the_export_takes_text_and_answers_with_the_datas_labels(trained, data, tmp_path):
     """`zoo predict` (a fresh process, as TF Serving would) on the raw reviews answers with
     the run's own predictions, named as in the CSV."""
+    for name in trained:  # text, pairs on GPT-1, several labels, a score: every input batches
+        assert_every_input_batches(trained[name]["export"], "text_classification")
     run = trained["reviews"]
     texts = [text for text, _ in data["reviews_rows"]["dev"]]
     requests = tmp_path / "requests.jsonl"
