@@ -355,3 +355,55 @@ def test_clipping_norm_counts_a_repeated_embedding_row_once():
     dense[1], dense[2] = 3.0, 1.0
     np.testing.assert_allclose(keras.ops.convert_to_numpy(embedding.embeddings),
                                -dense / math.sqrt(30.0), rtol=1e-6)
+
+
+# === (f) AdamW against torch.optim.AdamW on the same gradients ===
+
+
+def test_adamw_matches_torch_on_the_same_gradients():
+    """Three AdamW steps with decay, clipping and a sparse embedding gradient, against
+    torch.optim.AdamW fed the same (dense) gradients after torch's clip_grad_norm_.
+
+    On TensorFlow the update is the fused kernel (zoo.optimization.fused_adam_update). The ids
+    repeat a token (its gradient rows must add up), and the gradient scales (5, 0.05, 3) clip
+    the first and last steps but not the second. Epsilon is 1e-10 on both sides: Keras adds it
+    to sqrt(v), torch to sqrt(v) / sqrt(1 - beta_2^t), so only a negligible epsilon makes the
+    two formulas the same update.
+    """
+    import tensorflow as tf
+    import torch
+
+    rng = np.random.default_rng(0)
+    model = keras.Sequential([keras.Input((4,), dtype="int32"), keras.layers.Embedding(7, 3),
+                              keras.layers.Dense(2)])
+    for v in model.weights:
+        v.assign(rng.normal(size=v.shape).astype("float32"))
+    table, kernel, bias = model.weights
+    params = {v.path: torch.nn.Parameter(torch.tensor(keras.ops.convert_to_numpy(v)))
+              for v in model.weights}
+    learning_rate, total, weight_decay = 0.05, 1000, 0.1
+    optimizer = build_optimizer(learning_rate, total, 0, weight_decay=weight_decay,
+                                epsilon=1e-10, model=model)
+    reference = torch.optim.AdamW(
+        [{"params": [params[table.path], params[kernel.path]], "weight_decay": weight_decay},
+         {"params": [params[bias.path]], "weight_decay": 0.0}],
+        lr=learning_rate, betas=(0.9, 0.999), eps=1e-10)
+    ids = tf.constant([[1, 1, 3, 1], [2, 3, 5, 6]])
+    target = tf.constant(rng.normal(size=(2, 4, 2)).astype("float32"))
+    for step, scale in enumerate([5.0, 0.05, 3.0]):
+        with tf.GradientTape() as tape:
+            loss = scale * tf.reduce_sum(model(ids) * target)
+        grads = tape.gradient(loss, model.trainable_weights)
+        assert isinstance(grads[0], tf.IndexedSlices) and grads[0].values.shape[0] == 8
+        for v, g in zip(model.trainable_weights, grads):
+            params[v.path].grad = torch.tensor(tf.convert_to_tensor(g).numpy())
+        optimizer.apply_gradients(zip(grads, model.trainable_weights))
+        norm = torch.nn.utils.clip_grad_norm_(list(params.values()), 1.0)
+        assert (float(norm) > 1.0) == (scale != 0.05)
+        for group in reference.param_groups:  # BERT's linear decay, warmup 0: lr(step)
+            group["lr"] = learning_rate * (total - step) / total
+        reference.step()
+        for v in model.weights:
+            np.testing.assert_allclose(keras.ops.convert_to_numpy(v),
+                                       params[v.path].detach().numpy(), rtol=1e-5, atol=1e-6,
+                                       err_msg=f"step {step}: {v.path}")

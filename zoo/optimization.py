@@ -134,9 +134,42 @@ class _MergedRows:
         return super().apply([merge_duplicate_rows(g) for g in grads], trainable_variables)
 
 
+def fused_adam_update(optimizer, gradient, variable, learning_rate):
+    """Keras' Adam update of one variable on TensorFlow as one `ResourceApplyAdam` kernel.
+
+    The kernel computes what `keras.optimizers.Adam.update_step` computes (m += (g - m)(1 - b1);
+    v += (g^2 - v)(1 - b2); var -= m * alpha / (sqrt(v) + epsilon), alpha = lr *
+    sqrt(1 - b2^t) / (1 - b1^t)) in one op where Keras traces about 15 small ones per variable:
+    fewer ops to trace, to optimize (Grappler) and to run each step. A sparse gradient
+    (`tf.IndexedSlices`) is made dense first, as Keras' update makes it (its
+    `gradient - m`). Written by hand because Keras has no fused path and TensorFlow's own
+    optimizers (tf.keras) are not Keras 3's.
+    """
+    import tensorflow as tf  # the TensorFlow backend's fused kernel only
+
+    dtype = variable.dtype
+    gradient = tf.cast(tf.convert_to_tensor(gradient), dtype)
+    step = tf.cast(optimizer.iterations + 1, dtype)
+    index = optimizer._get_variable_index(variable)
+    m, v = optimizer._momentums[index], optimizer._velocities[index]
+    return tf.raw_ops.ResourceApplyAdam(
+        var=variable.handle, m=m.handle, v=v.handle,
+        beta1_power=tf.pow(tf.cast(optimizer.beta_1, dtype), step),
+        beta2_power=tf.pow(tf.cast(optimizer.beta_2, dtype), step),
+        lr=tf.cast(learning_rate, dtype), beta1=tf.cast(optimizer.beta_1, dtype),
+        beta2=tf.cast(optimizer.beta_2, dtype), epsilon=tf.cast(optimizer.epsilon, dtype),
+        grad=gradient, use_locking=False)
+
+
 @keras.saving.register_keras_serializable(package="zoo")
 class AdamW(_MergedRows, keras.optimizers.AdamW):
-    """`keras.optimizers.AdamW`, its global norm taken over merged embedding rows."""
+    """`keras.optimizers.AdamW`, its global norm taken over merged embedding rows; on
+    TensorFlow each variable's Adam update is one fused kernel (`fused_adam_update`)."""
+
+    def update_step(self, gradient, variable, learning_rate):
+        if keras.backend.backend() != "tensorflow" or self.amsgrad:
+            return super().update_step(gradient, variable, learning_rate)
+        return fused_adam_update(self, gradient, variable, learning_rate)
 
 
 @keras.saving.register_keras_serializable(package="zoo")
