@@ -90,7 +90,8 @@ def fit(config, task, run_dir, overwrite=False, shared_backup=None):
 def _fit(config, task, run_dir, overwrite, shared_backup):
     train_config = config.train
     if (train_config.jit_compile and train_config.deterministic
-            and keras.backend.backend() == "tensorflow"):
+            and keras.backend.backend() == "tensorflow"
+            and not train_config.strategy.startswith("jax_")):  # refused for the backend
         # Keras (3.15, model_supports_jit) compiles no XLA under TF's op determinism: the step
         # would run in graph mode, the setting silently ignored.
         raise config_lib.ConfigError("train.jit_compile=true: TensorFlow runs no XLA under "
