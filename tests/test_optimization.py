@@ -407,3 +407,27 @@ def test_adamw_matches_torch_on_the_same_gradients():
             np.testing.assert_allclose(keras.ops.convert_to_numpy(v),
                                        params[v.path].detach().numpy(), rtol=1e-5, atol=1e-6,
                                        err_msg=f"step {step}: {v.path}")
+
+
+def test_adamw_traces_the_steps_scalars_once_on_tensorflow():
+    """The learning-rate schedule (two `where`s: SelectV2) and Adam's bias corrections (Pow)
+    are traced a fixed number of times a step however many variables there are; Keras'
+    TensorFlow backend evaluates the schedule again for every decayed variable."""
+    import tensorflow as tf
+
+    def traced_ops(layers):
+        model = keras.Sequential([keras.Input((3,))] + [keras.layers.Dense(3)
+                                                        for _ in range(layers)])
+        optimizer = build_optimizer(1e-3, 100, 10, weight_decay=0.01, model=model)
+        optimizer.build(model.trainable_variables)
+        grads = [tf.ones(v.shape) for v in model.trainable_variables]
+        step = tf.function(lambda: optimizer.apply(grads, model.trainable_variables))
+        graph = step.get_concrete_function().graph
+        kinds = [op.type for op in graph.get_operations()]
+        kinds += [node.op for f in graph.as_graph_def().library.function for node in f.node_def]
+        return {kind: kinds.count(kind) for kind in ("SelectV2", "Pow", "ResourceApplyAdam")}
+
+    two, six = traced_ops(2), traced_ops(6)
+    assert (two["ResourceApplyAdam"], six["ResourceApplyAdam"]) == (4, 12)
+    assert two["Pow"] == six["Pow"] == 2, (two, six)
+    assert two["SelectV2"] == six["SelectV2"], (two, six)

@@ -149,16 +149,24 @@ def fused_adam_update(optimizer, gradient, variable, learning_rate):
 
     dtype = variable.dtype
     gradient = tf.cast(tf.convert_to_tensor(gradient), dtype)
-    step = tf.cast(optimizer.iterations + 1, dtype)
+    # The step's scalars, traced once a step for all variables of a dtype (`AdamW`), or here.
+    scalars = getattr(optimizer, "_adam_scalars", {}).get(tf.as_dtype(dtype)) or adam_scalars(
+        optimizer, learning_rate, dtype)
     index = optimizer._get_variable_index(variable)
     m, v = optimizer._momentums[index], optimizer._velocities[index]
-    return tf.raw_ops.ResourceApplyAdam(
-        var=variable.handle, m=m.handle, v=v.handle,
-        beta1_power=tf.pow(tf.cast(optimizer.beta_1, dtype), step),
-        beta2_power=tf.pow(tf.cast(optimizer.beta_2, dtype), step),
-        lr=tf.cast(learning_rate, dtype), beta1=tf.cast(optimizer.beta_1, dtype),
-        beta2=tf.cast(optimizer.beta_2, dtype), epsilon=tf.cast(optimizer.epsilon, dtype),
-        grad=gradient, use_locking=False)
+    return tf.raw_ops.ResourceApplyAdam(var=variable.handle, m=m.handle, v=v.handle,
+                                        grad=gradient, use_locking=False, **scalars)
+
+
+def adam_scalars(optimizer, learning_rate, dtype):
+    """The scalar inputs of `ResourceApplyAdam` for this step, in `dtype`."""
+    import tensorflow as tf  # the TensorFlow backend's fused kernel only
+
+    step = tf.cast(optimizer.iterations + 1, dtype)
+    beta1, beta2 = tf.cast(optimizer.beta_1, dtype), tf.cast(optimizer.beta_2, dtype)
+    return {"beta1_power": tf.pow(beta1, step), "beta2_power": tf.pow(beta2, step),
+            "lr": tf.cast(learning_rate, dtype), "beta1": beta1, "beta2": beta2,
+            "epsilon": tf.cast(optimizer.epsilon, dtype)}
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -170,6 +178,54 @@ class AdamW(_MergedRows, keras.optimizers.AdamW):
         if keras.backend.backend() != "tensorflow" or self.amsgrad:
             return super().update_step(gradient, variable, learning_rate)
         return fused_adam_update(self, gradient, variable, learning_rate)
+
+    # On TensorFlow with one replica, what Keras traces once a variable and is the same for
+    # all of them is traced once a step: fewer ops to trace and to optimize before the first
+    # step (docs/measurements.md), the same arithmetic. Several replicas (their threads meet
+    # in a merge_call) keep Keras' way.
+
+    def _once_a_step(self):
+        if keras.backend.backend() != "tensorflow":
+            return False
+        import tensorflow as tf  # the TensorFlow backend's distribution API
+
+        return tf.distribute.get_strategy().num_replicas_in_sync == 1
+
+    def _backend_update_step(self, grads, trainable_variables, learning_rate):
+        if self.amsgrad or not self._once_a_step():
+            return super()._backend_update_step(grads, trainable_variables, learning_rate)
+        import tensorflow as tf  # the TensorFlow backend's fused kernel only
+
+        dtypes = {tf.as_dtype(v.dtype) for v in trainable_variables}
+        self._adam_scalars = {d: adam_scalars(self, learning_rate, d) for d in dtypes}
+        try:
+            return super()._backend_update_step(grads, trainable_variables, learning_rate)
+        finally:
+            del self._adam_scalars
+
+    def _apply_weight_decay(self, variables):
+        """Keras' decoupled decay (`variable - variable * wd * lr`), its learning-rate
+        schedule evaluated once, where Keras' TensorFlow backend evaluates it once a
+        variable."""
+        if self.weight_decay is None or not self._once_a_step():
+            return super()._apply_weight_decay(variables)
+        import tensorflow as tf  # the TensorFlow backend's distribution API
+
+        learning_rate = self.learning_rate
+
+        def decay(variable):
+            if self._use_weight_decay(variable):
+                lr = tf.cast(learning_rate, variable.dtype)
+                wd = tf.cast(self.weight_decay, variable.dtype)
+                variable.assign_sub(variable * wd * lr)
+
+        def apply(distribution, variables):
+            for variable in variables:
+                variable = variable.value if isinstance(variable, keras.Variable) else variable
+                distribution.extended.update(variable, decay, group=False)
+
+        tf.__internal__.distribute.interim.maybe_merge_call(
+            apply, self._distribution_strategy, variables)
 
 
 @keras.saving.register_keras_serializable(package="zoo")

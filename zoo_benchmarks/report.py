@@ -59,7 +59,7 @@ def _machine():
 def _print_section(lines, summary):
     print("\n".join(lines))
     if summary:
-        print("Ratios against the targets of issue #10:")
+        print("Ratios against their targets (issues #10 and #53):")
         for what, value in summary:
             print(f"  {what}: {value}")
     sys.stdout.flush()
