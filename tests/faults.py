@@ -8,7 +8,7 @@ WHERE is
     file:NAME:N    the N-th atomic write of a file named NAME (metrics.json, best.keras,
                    final.keras, step_20.keras ...): the moment its complete temporary file would
                    be renamed into place (`os.replace`, where every local atomic write of
-                   `zoo.files` ends), which is cut to half first.
+                   `zoo.files` ends), which is cut to half first (unless it is a hard link).
 FAULT is
     kill    half the file is written, then the process is killed with SIGKILL (a kill -9, or a
             machine that goes away, in the middle of the write);
@@ -27,11 +27,14 @@ from zoo_cli.main import main
 
 
 def _fail(fault, path):
-    """Cut `path` to half its bytes, then `fault`."""
-    with open(path, "r+b") as file:
-        file.truncate(os.path.getsize(path) // 2)
-        file.flush()
-        os.fsync(file.fileno())
+    """Cut `path` to half its bytes, then `fault`. A hard link (`zoo.files.link`: final.keras
+    as best.keras's file) is made whole or not at all: it is not cut (that would cut the
+    file it shares), the fault comes before it is in place."""
+    if os.stat(path).st_nlink == 1:
+        with open(path, "r+b") as file:
+            file.truncate(os.path.getsize(path) // 2)
+            file.flush()
+            os.fsync(file.fileno())
     if fault == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)

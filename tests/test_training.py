@@ -83,6 +83,9 @@ def test_a_run_directory_has_the_documented_layout(sample_data, tmp_path, capsys
     history = json.loads((run_dir / "metrics.json").read_text())
     assert [entry["step"] for entry in history] == [4, 8]
     assert {"accuracy", "f1"} <= set(history[0])
+    # final.keras is best.keras's file only when the last evaluation was the best so far.
+    last_is_best = history[1]["f1"] > history[0]["f1"]  # F1 picks MRPC's best
+    assert os.path.samefile(run_dir / "best.keras", run_dir / "final.keras") == last_is_best
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
     assert config["train"]["steps"] == 8 and config["task"] == "glue/mrpc"
     assert config_lib.from_dict(config, "config.yaml").model.preset == "bert_tiny"
@@ -134,6 +137,8 @@ def test_mixed_precision_trains(sample_data, tmp_path, policy):
     assert keras.config.dtype_policy().name == "float32"  # restored afterwards
     import zoo  # noqa: F401
 
+    # One evaluation, after the last step: final.keras is best.keras, linked, not saved twice.
+    assert os.path.samefile(tmp_path / "run" / "best.keras", tmp_path / "run" / "final.keras")
     model = keras.saving.load_model(tmp_path / "run" / "final.keras")
     if policy == "mixed_float16":  # Keras wraps the optimizer for dynamic loss scaling
         assert type(model.optimizer).__name__ == "LossScaleOptimizer"

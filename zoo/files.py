@@ -200,6 +200,29 @@ def copy(source, target):
         write_bytes(target, file.read())
 
 
+def link(source, target):
+    """Makes `target` hold what the file `source` holds: a hard link where both are local and
+    one filesystem allows it (no second write of the bytes), a copy otherwise; an existing
+    `target` is replaced, atomically either way. Later writes here replace files by rename,
+    so the two names never change each other."""
+    source, target = os.fspath(source), os.fspath(target)
+    if not (is_remote(source) or is_remote(target)):
+        directory, name = os.path.split(os.path.abspath(target))
+        tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex[:12]}.tmp")
+        try:
+            os.link(source, tmp)
+        except OSError:  # another filesystem, or one without hard links: copy below
+            pass
+        else:
+            try:
+                os.replace(tmp, target)
+            except BaseException:
+                os.remove(tmp)
+                raise
+            return
+    copy(source, target)
+
+
 def copytree(source, target):
     """Copies a directory tree file by file (between any two filesystems)."""
     source, target = os.fspath(source), os.fspath(target)

@@ -357,8 +357,10 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
         with contextlib.ExitStack() as stack:
             if quantize:
                 weights = stack.enter_context(int8.serving_form(model))
-                progress(f"quantizing {len(weights.layers)} dense layers to int8 "
-                         f"({weights.norms} LayerNorms in oneDNN's kernel)")
+                progress(f"quantizing {len(weights.layers) + 3 * len(weights.heads)} dense "
+                         f"layers to int8 ({len(weights.heads)} attentions' query, key and "
+                         f"value as one product each; {weights.norms} LayerNorms in oneDNN's "
+                         f"kernel)")
             progress(f"tracing the {task.name} signatures")
             archive, described = build_archive(task, model, run_dir)
             progress(f"writing {target}")

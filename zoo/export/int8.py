@@ -35,7 +35,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import op_def_library
 
-from zoo.layers import transformer
+from zoo.layers import attention, transformer
 
 WEIGHT_LEVELS = 63  # 7-bit weights: see the module docstring
 
@@ -84,11 +84,18 @@ def _quantized_matmul(a, width, kernel, kernel_low, kernel_high, bias, fused):
 
 
 class QuantizedDense(tf.Module):
-    """The int8 weights of one `keras.layers.Dense`, and the call that uses them."""
+    """The int8 weights of one `keras.layers.Dense`, and the call that uses them.
 
-    def __init__(self, layer):
-        super().__init__(name=layer.name)
-        q, scale = quantize_kernel(layer.kernel.numpy())
+    `kernel` and `bias` (float arrays), when given, replace the layer's own: the product of
+    several layers on the same rows (`QuantizedHeads`), with `layer`'s activation and dtype.
+    """
+
+    def __init__(self, layer, kernel=None, bias=None, name=None):
+        super().__init__(name=name or layer.name)
+        kernel = layer.kernel.numpy() if kernel is None else kernel
+        if bias is None and layer.bias is not None:
+            bias = layer.bias.numpy()
+        q, scale = quantize_kernel(kernel)
         self.layer = layer
         self.kernel = tf.Variable(q, trainable=False, name="kernel_int8")
         # The kernel's range per column for the op: 127 steps of the column's scale either
@@ -99,7 +106,7 @@ class QuantizedDense(tf.Module):
         # added to the bias, turns the product of shifted rows into that of the rows.
         self.sums = tf.Variable(q.sum(axis=0, dtype=np.int64) * scale, dtype=tf.float32,
                                 trainable=False, name="kernel_column_sums")
-        bias = np.zeros(q.shape[1], np.float32) if layer.bias is None else layer.bias.numpy()
+        bias = np.zeros(q.shape[1], np.float32) if bias is None else np.asarray(bias)
         self.bias = tf.Variable(bias.astype(np.float32), trainable=False, name="bias")
         self.fused = _fused_names().get(layer.activation, False)  # False: not fusable
 
@@ -124,11 +131,37 @@ class QuantizedDense(tf.Module):
         return tf.cast(y, self.layer.compute_dtype)
 
 
+class QuantizedHeads(tf.Module):
+    """A `MultiHeadSelfAttention`'s query, key and value projections as one int8 product.
+
+    The three kernels side by side ([hidden, 3 * hidden]) are quantized column by column, so
+    their int8 weights and scales are those of the three apart; one product and one transpose
+    of the heads replace three each (docs/measurements.md has the gain).
+    """
+
+    def __init__(self, attention):
+        super().__init__(name=attention.name + "_qkv")
+        self.attention = attention
+        parts = (attention.query_dense, attention.key_dense, attention.value_dense)
+        biases = [np.zeros(part.units) if part.bias is None else part.bias.numpy()
+                  for part in parts]
+        self.product = QuantizedDense(
+            parts[0], kernel=np.concatenate([part.kernel.numpy() for part in parts], axis=1),
+            bias=np.concatenate(biases), name=attention.name + "_qkv")
+
+    def __call__(self, rows, batch, seq):  # as MultiHeadSelfAttention.heads
+        n, d = self.attention.num_heads, self.attention.head_dim
+        qkv = tf.transpose(tf.reshape(self.product(rows), (batch, seq, 3, n, d)),
+                           (2, 0, 3, 1, 4))  # (3, batch, heads, seq, head_dim)
+        return qkv[0], tf.transpose(qkv[1], (0, 1, 3, 2)), qkv[2]
+
+
 @contextlib.contextmanager
-def dense_layers(model):
+def dense_layers(model, skip=()):
     """Within the block, every `keras.layers.Dense` of `model` (nested models and layers
-    too) calls its int8 form; yields a tf.Module holding the int8 weights, for the
-    SavedModel to save instead of the float32 kernels. The model is as before afterwards.
+    too) but those in `skip` calls its int8 form; yields a tf.Module holding the int8
+    weights, for the SavedModel to save instead of the float32 kernels. The model is as
+    before afterwards.
 
     Examples:
         >>> import numpy as np, keras
@@ -143,7 +176,7 @@ def dense_layers(model):
     """
 
     dense = [layer for layer in model._flatten_layers(include_self=False, recursive=True)
-             if type(layer) is keras.layers.Dense]
+             if type(layer) is keras.layers.Dense and not any(layer is s for s in skip)]
     holder = tf.Module(name="int8")
     holder.layers = [QuantizedDense(layer) for layer in dense]
     for layer, quantized in zip(dense, holder.layers):
@@ -186,10 +219,12 @@ def _layer_norm(rows, scale, offset, epsilon):
 @contextlib.contextmanager
 def serving_form(model):
     """What `zoo export --quantize int8` serves: within the block, every Dense layer of `model`
-    in int8 (`dense_layers`) and every LayerNormalization over the last axis in oneDNN's
-    LayerNorm kernel (faster than TensorFlow's portable ops, docs/measurements.md; the int8
-    export needs TensorFlow's oneDNN kernels anyway; the float32 export keeps portable ops).
-    Yields `dense_layers`' module, with `norms`: the number of LayerNorms served so.
+    in int8 (`dense_layers`), each `MultiHeadSelfAttention`'s query, key and value as one
+    int8 product (`QuantizedHeads`), and every LayerNormalization over the last axis in
+    oneDNN's LayerNorm kernel (faster than TensorFlow's portable ops, docs/measurements.md;
+    the int8 export needs TensorFlow's oneDNN kernels anyway; the float32 export keeps
+    portable ops). Yields `dense_layers`' module, with `heads` (the `QuantizedHeads`) and
+    `norms`: the number of LayerNorms served so.
 
     Examples:
         >>> import numpy as np, keras, tensorflow as tf
@@ -206,9 +241,16 @@ def serving_form(model):
         True
     """
 
-    norms = [layer for layer in model._flatten_layers(include_self=False, recursive=True)
-             if type(layer) is keras.layers.LayerNormalization]
-    with dense_layers(model) as holder:
+    layers = list(model._flatten_layers(include_self=False, recursive=True))
+    norms = [layer for layer in layers if type(layer) is keras.layers.LayerNormalization]
+    attentions = [layer for layer in layers
+                  if isinstance(layer, attention.MultiHeadSelfAttention) and layer.built]
+    fused = [part for layer in attentions
+             for part in (layer.query_dense, layer.key_dense, layer.value_dense)]
+    with dense_layers(model, skip=fused) as holder:
+        holder.heads = [QuantizedHeads(layer) for layer in attentions]
+        for layer, heads in zip(attentions, holder.heads):
+            object.__setattr__(layer, "heads", heads)
         for layer in norms:
             object.__setattr__(layer, "call", _onednn_layer_norm(layer))
         holder.norms = len(norms)
@@ -217,3 +259,5 @@ def serving_form(model):
         finally:
             for layer in norms:
                 object.__delattr__(layer, "call")
+            for layer in attentions:
+                object.__delattr__(layer, "heads")

@@ -108,6 +108,21 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                               training)
         return ops.reshape(rows, (batch, seq, x.shape[-1]))
 
+    def heads(self, rows, batch, seq):
+        """The queries (batch, heads, seq, head_dim), keys (batch, heads, head_dim, seq) and
+        values (batch, heads, seq, head_dim) of (batch * seq, hidden) rows.
+
+        `call_rows` and `call_cached` take their projections here only, so that the int8
+        export can serve the three as one product (`zoo.export.int8.serving_form`).
+        """
+        n, d = self.num_heads, self.head_dim
+
+        def split(projection, order):  # (batch * seq, hidden) -> (batch, heads, ., .)
+            return ops.transpose(ops.reshape(projection(rows), (batch, seq, n, d)), order)
+
+        return (split(self.query_dense, (0, 2, 1, 3)), split(self.key_dense, (0, 2, 3, 1)),
+                split(self.value_dense, (0, 2, 1, 3)))
+
     def call_rows(self, rows, batch, seq, attention_mask=None, training=None):
         """The same on (batch * seq, hidden) rows: every projection is then a 2-D matmul.
 
@@ -116,13 +131,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         which it does not do for the 3-D Dense path (see `TransformerBlock.call`).
         """
         n, d = self.num_heads, self.head_dim
-
-        def heads(projection, order):  # (batch * seq, hidden) -> (batch, heads, ., .)
-            return ops.transpose(ops.reshape(projection(rows), (batch, seq, n, d)), order)
-
-        q = heads(self.query_dense, (0, 2, 1, 3))  # (batch, heads, seq, head_dim)
-        k = heads(self.key_dense, (0, 2, 3, 1))  # (batch, heads, head_dim, seq)
-        v = heads(self.value_dense, (0, 2, 1, 3))
+        q, k, v = self.heads(rows, batch, seq)
         logits = ops.cast(ops.matmul(q, k), "float32") * (1.0 / math.sqrt(d))
         if attention_mask is not None:  # additive, so that the three ops fuse on TensorFlow
             logits = logits + ops.where(attention_mask, 0.0, -1e9)
@@ -147,14 +156,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         """
         write = write or slice_write
         n, d = self.num_heads, self.head_dim
-
-        def heads(projection, order):
-            return ops.transpose(ops.reshape(projection(rows), (batch, seq, n, d)), order)
-
-        q = heads(self.query_dense, (0, 2, 1, 3))  # (batch, heads, seq, head_dim)
-        keys = write(keys, ops.cast(heads(self.key_dense, (0, 2, 3, 1)), keys.dtype), index, 3)
-        values = write(values, ops.cast(heads(self.value_dense, (0, 2, 1, 3)), values.dtype),
-                       index, 2)
+        q, k, v = self.heads(rows, batch, seq)
+        keys = write(keys, ops.cast(k, keys.dtype), index, 3)
+        values = write(values, ops.cast(v, values.dtype), index, 2)
         logits = ops.cast(ops.matmul(q, keys), "float32") * (1.0 / math.sqrt(d))
         logits = logits + ops.where(attention_mask, 0.0, -1e9)  # (batch, heads, seq, length)
         probs = ops.cast(ops.softmax(logits, axis=-1), q.dtype)

@@ -147,6 +147,7 @@ class Evaluator(keras.callbacks.Callback):
 
         self.task, self.run_dir, self.examples_shown = task, run_dir, examples_shown
         self.keep_checkpoints = keep_checkpoints
+        self.best_saved_at = None  # the step of the last best.keras this process wrote
         self.writer = tf.summary.create_file_writer(os.path.join(run_dir, "logs", "eval"))
 
     def on_train_begin(self, logs=None):
@@ -159,13 +160,14 @@ class Evaluator(keras.callbacks.Callback):
             self.history = [e for e in read_metrics(self.run_dir) if e["step"] <= step]
 
     def on_epoch_end(self, epoch, logs=None):
-        evaluate(self.task, self.model, self.run_dir, self.history, self.writer,
-                 self.examples_shown, self.keep_checkpoints)
+        if evaluate(self.task, self.model, self.run_dir, self.history, self.writer,
+                    self.examples_shown, self.keep_checkpoints):
+            self.best_saved_at = self.history[-1]["step"]
 
 
 def evaluate(task, model, run_dir, history, writer, examples_shown, keep_checkpoints=False):
     """One evaluation of a training run: metrics.json, TensorBoard, best.keras (and
-    checkpoints/step_<N>.keras with `keep_checkpoints`)."""
+    checkpoints/step_<N>.keras with `keep_checkpoints`). True when best.keras was written."""
     import tensorflow as tf
 
     step = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
@@ -188,7 +190,8 @@ def evaluate(task, model, run_dir, history, writer, examples_shown, keep_checkpo
         if table:
             tf.summary.text("dev_examples", table, step=step)
     writer.flush()
-    if metrics.get(main, -math.inf) > best:
+    improved = metrics.get(main, -math.inf) > best
+    if improved:
         save_model(model, os.path.join(run_dir, "best.keras"))
         task.save_extras(run_dir, metrics)  # what export needs besides the weights
         if lora.lora_layers(model):
@@ -198,6 +201,7 @@ def evaluate(task, model, run_dir, history, writer, examples_shown, keep_checkpo
     shown = metrics if len(metrics) <= 8 else {k: v for k, v in metrics.items() if "/" not in k}
     shown = ", ".join(f"{k} {v:.4f}" for k, v in shown.items())
     print(f"\nstep {step}: {shown}", flush=True)
+    return improved
 
 
 # Run directories whose model has no PEFT form (said once a process).

@@ -19,6 +19,7 @@ import keras
 from zoo import config as config_lib
 from zoo import files, lora
 from zoo.optimization import build_optimizer
+from zoo.storage import storage_operation
 from zoo.training import backups, preemption, run_lock, starting_points
 from zoo.training import callbacks as callbacks_lib
 from zoo.training import distribution as distribution_lib
@@ -155,18 +156,25 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
             callbacks_lib.drop_logs_after(os.path.join(run_dir, "logs"), step)
         logger = callbacks_lib.StepLogger(os.path.join(run_dir, "logs"), counts,
                                           train_config.log_every)
+        evaluator = callbacks_lib.Evaluator(task, run_dir, train_config.eval_examples,
+                                            train_config.keep_checkpoints)
         with preemption.signals_noted() as received:
             callbacks = [
                 callbacks_lib.StopAt(counts.total),
                 logger,
-                callbacks_lib.Evaluator(task, run_dir, train_config.eval_examples,
-                                        train_config.keep_checkpoints),
+                evaluator,
                 callbacks_lib.Backup(backup_dir),  # after the evaluation it may replay
                 preemption.Preemption(received, backup_dir),
             ]
             callbacks_lib.write_hparams(config, run_dir, task)
             _train(model, task, counts, train_config, callbacks, step)
-        run_dir_lib.save_model(model, os.path.join(run_dir, "final.keras"))
+        final = os.path.join(run_dir, "final.keras")
+        if evaluator.best_saved_at == int(keras.ops.convert_to_numpy(model.optimizer.iterations)):
+            # best.keras was written after the last step: the same state, not saved twice
+            with storage_operation("saving the model", final):
+                files.link(os.path.join(run_dir, "best.keras"), final)
+        else:
+            run_dir_lib.save_model(model, final)
         files.remove_quietly(backup_dir)
     finally:
         if logger is not None:

@@ -9,7 +9,8 @@
     run_dir/best.keras       the model at the best main dev metric so far (LoRA: merged)
     run_dir/adapters/        LoRA runs (train.lora_rank): best.keras's adapters alone, a PEFT
                              folder (adapter_model.safetensors, adapter_config.json)
-    run_dir/final.keras      the model after the last step (its presence = run complete)
+    run_dir/final.keras      the model after the last step (its presence = run complete); a
+                             hard link to best.keras when that was written after the last step
     run_dir/checkpoints/     step_<N>.keras, the model at every evaluation (train.keep_checkpoints)
     run_dir/metrics.json     every evaluation: {"step": ..., metrics ...}, in order
     run_dir/predictions/     what `zoo evaluate` writes, in the format `zoo score` reads
