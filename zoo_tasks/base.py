@@ -141,7 +141,8 @@ class BaseTask(training.Task):
         batches in `data.sort_by_length` order)."""
         order = data_order.length_order(self, split, path)
         ds = self.dataset(split, path, order=order).map(lambda x, *_: x)
-        logits = inference_model(model).predict(ds, verbose=0)["logits"]
+        model = traced_for(inference_model(model), ds.element_spec)
+        logits = model.predict(ds, verbose=0)["logits"]
         return data_order.in_file_order(logits, order)
 
 
@@ -231,6 +232,26 @@ def with_lm_loss(model, losses, lm_weight):
             from_logits=True, reduction="mean_with_sample_weight")}
         weights["lm"] = lm_weight
     return losses, weights
+
+
+def traced_for(model, spec, on_batch=False):
+    """`model`, its predict function traced once for every batch of inputs of `spec` (a
+    dataset's element spec: any batch size, any padded length), if it was not traced yet;
+    `on_batch`: for `predict_on_batch`, which calls it with another structure than `predict`.
+
+    Keras traces predict for the first batch's exact shape, then again, relaxed, at the next
+    shapes (`reduce_retracing`): dynamically padded batches and a short last one cost three
+    traces (docs/measurements.md). Traced up front for the spec's unknown dimensions, one
+    serves them all. One replica and the TensorFlow backend only: several replicas' predict
+    takes distributed values, and the other backends trace no tf.function.
+    """
+    if (keras.backend.backend() != "tensorflow" or model.run_eagerly
+            or model.steps_per_execution != 1
+            or model.distribute_strategy.num_replicas_in_sync != 1):
+        return model
+    model.make_predict_function()
+    model.predict_function.get_concrete_function([(spec,)] if on_batch else [spec])
+    return model
 
 
 def inference_model(model):

@@ -36,7 +36,7 @@ from zoo.metrics import image_classification as image_classification_metrics
 from zoo.metrics import write_predictions as write_tsv
 from zoo.models.presets import PRESETS
 from zoo_tasks import data_order, serving
-from zoo_tasks.base import BaseTask, prediction_table
+from zoo_tasks.base import BaseTask, prediction_table, traced_for
 
 logger = logging.getLogger("zoo.data")
 
@@ -166,7 +166,7 @@ class ImageClassificationTask(BaseTask):
         """Predicted class names of a split or folder, in folder order."""
         self.image_size = model.input["images"].shape[1]
         ds = self.dataset(split, path).map(lambda x, *_: x)
-        logits = model.predict(ds, verbose=0)["logits"]
+        logits = traced_for(model, ds.element_spec).predict(ds, verbose=0)["logits"]
         return [self.labels[i] for i in np.argmax(logits, axis=-1)]
 
     def evaluate(self, model, split="dev", path=None, return_predictions=False):

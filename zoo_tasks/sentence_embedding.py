@@ -37,7 +37,7 @@ from zoo.metrics import sentence_embedding as sentence_embedding_metrics
 from zoo.metrics.predictions import write_predictions
 from zoo.models.head_models import BertTextEmbedder
 from zoo_tasks import serving
-from zoo_tasks.base import BaseTask, is_gpt, own_data_file, prediction_table
+from zoo_tasks.base import BaseTask, is_gpt, own_data_file, prediction_table, traced_for
 
 # MultipleNegativesRankingLoss's default scale (sentence-transformers): 1 / temperature 0.05.
 SCALE = 20.0
@@ -211,7 +211,8 @@ class SentenceEmbeddingTask(BaseTask):
         """float32 [len(texts), dim] embeddings of a list of texts."""
         if not texts:
             return np.zeros((0, model.output["embedding"].shape[-1]), "float32")
-        return np.asarray(model.predict(self.texts_dataset(texts), verbose=0)["embedding"],
+        ds = self.texts_dataset(texts)
+        return np.asarray(traced_for(model, ds.element_spec).predict(ds, verbose=0)["embedding"],
                           "float32")
 
     def evaluate(self, model, split="dev", path=None, return_predictions=False):

@@ -56,7 +56,7 @@ from zoo.files import write_text
 from zoo.metrics import span_qa as span_qa_metrics
 from zoo.models.presets import PRESETS
 from zoo_tasks import data_order, serving
-from zoo_tasks.base import BaseTask, own_data_file, prediction_table
+from zoo_tasks.base import BaseTask, own_data_file, prediction_table, traced_for
 from zoo_tasks.span_qa_decoding import best_spans, best_spans_graph, logits_at_full_length
 
 NAMES = names("span_qa")  # squad_v1, squad_v2
@@ -190,8 +190,9 @@ class SpanQATask(BaseTask):
         starts, ends = [], []
         # Batch by batch: with dynamic padding the batches differ in length, and the logits
         # of the cut positions are -inf (no logit; `logits_at_full_length`).
-        for x, _ in self.dataset(split, path, batch_size=self.config.train.batch_size,
-                                 order=order):
+        ds = self.dataset(split, path, batch_size=self.config.train.batch_size, order=order)
+        traced_for(model, ds.element_spec[0], on_batch=True)
+        for x, _ in ds:
             start, end = logits_at_full_length(
                 model.predict_on_batch(x), data.sequence_length,
                 x["padding_mask"] if data.pad_to_multiple_of else None)

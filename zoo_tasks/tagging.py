@@ -49,7 +49,7 @@ from zoo.data.readers.tagging import CONLL_TAGS, tag_scheme
 from zoo.data.tagging import align_tokens
 from zoo.metrics import tagging as tagging_metrics
 from zoo_tasks import data_order, serving
-from zoo_tasks.base import BaseTask, own_data_file, prediction_table
+from zoo_tasks.base import BaseTask, own_data_file, prediction_table, traced_for
 
 _PREFIX_ORDER = {"B": 0, "I": 1, "E": 2, "S": 3}
 _ENTITY_TAG = re.compile(r"([BIES])-(.+)", re.DOTALL)
@@ -167,7 +167,10 @@ class TaggingTask(BaseTask):
         covered = [np.zeros(len(words), bool) for words in columns["words"]]
         order = data_order.length_order(self, split, path)
         sentences = iter(range(len(predicted)) if order is None else order)
-        for x, _, _ in self.dataset(split, path, with_word_ids=True, order=order):
+        ds = self.dataset(split, path, with_word_ids=True, order=order)
+        traced_for(model, {k: v for k, v in ds.element_spec[0].items() if k != "word_ids"},
+                   on_batch=True)
+        for x, _, _ in ds:
             word_ids = x.pop("word_ids").numpy()
             tags = np.argmax(model.predict_on_batch(x)["logits"], axis=-1)
             first = x["padding_mask"].numpy() > 0
