@@ -7,8 +7,10 @@ texts/s, and the 50th and 99th percentile of the request latency. The contenders
 `serving.prepare`'s models: zoo's `serving_default` (loaded with tf.saved_model.load in a
 process that imports only tensorflow and tensorflow_text) and ONNX Runtime on transformers'
 model (one InferenceSession that every thread calls, BertTokenizerFast in front), float32 and
-int8 (float32 only with --tiny); --tf-threading adds zoo float32 rows with
-`tf.config.threading` set in the client.
+int8 (float32 only with --tiny), and zoo float32 served with TF_ONEDNN_ASSUME_FROZEN_WEIGHTS=1
+in its process's environment (oneDNN then keeps each weight's layout from the first call
+instead of reordering it at every call: what docs/export.md recommends a float32 server);
+--tf-threading adds zoo float32 rows with `tf.config.threading` set in the client.
 """
 
 import json
@@ -25,8 +27,9 @@ from zoo_benchmarks.common import target_cell
 # contender at 1 thread, then every one at 2, ...), so that a shared machine's drift falls on
 # all of them alike. A contender's script is its own lines defining `client()` (a function
 # serving one request: a list of texts in, their labels out) and _LOOP.
-_LOOP = """
-import json, sys, threading, time
+FROZEN = "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS"
+_LOOP = f"FROZEN = {FROZEN!r}\n" + """
+import json, os, sys, threading, time
 import numpy as np
 texts = json.load(open(sys.argv[1]))
 
@@ -63,7 +66,8 @@ def measure(threads, size, seconds):
             "p50": 1000 * float(np.percentile(done, 50)),
             "p99": 1000 * float(np.percentile(done, 99))}
 
-print(json.dumps({"ready": True}), flush=True)
+# "frozen": the oneDNN setting this process runs with, checked by the parent.
+print(json.dumps({"ready": True, "frozen": os.environ.get(FROZEN)}), flush=True)
 for line in sys.stdin:
     print(json.dumps(measure(**json.loads(line))), flush=True)
 """
@@ -126,13 +130,16 @@ def _settings(args):
     return size, seconds, pairs
 
 
-def start(script, arguments, tmp):
-    """A contender's process (`python -c script *arguments`, in `tmp`); its stderr goes to a
+def start(script, arguments, tmp, env=None):
+    """A contender's process (`python -c script *arguments`, in `tmp`, in this process's
+    environment changed by `env`: a None value removes the variable); its stderr goes to a
     temporary file, read if it fails. serving.py's contenders are started so too."""
     log = tempfile.TemporaryFile("w+")
+    environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **(env or {}))
+    environment = {key: value for key, value in environment.items() if value is not None}
     proc = subprocess.Popen([sys.executable, "-c", script, *arguments], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=log, text=True, cwd=tmp,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+                            env=environment)
     proc.log = log
     return proc
 
@@ -166,25 +173,33 @@ def section(args, prepared, threads, tmp, progress=print):
     """The concurrency table on `prepared` (serving.prepare's models): (markdown lines,
     summary rows)."""
     size, seconds, pairs = _settings(args)
-    # --tiny checks the benchmark in under half a minute: two processes, not four.
+    # --tiny checks the benchmark in under half a minute: three processes, not five.
     policies = ("float32",) if getattr(args, "tiny", False) else ("float32", "int8")
     length = str(args.sequence_length)
-    contenders = {}
+    contenders = {}  # name: (script, arguments, the oneDNN setting in its environment)
     for policy in policies:
-        contenders[f"zoo SavedModel, {policy}"] = (_ZOO, [prepared["zoo"][policy], "{}"])
+        contenders[f"zoo SavedModel, {policy}"] = (_ZOO, [prepared["zoo"][policy], "{}"], None)
         contenders[f"ONNX Runtime, {policy}"] = (
-            _ONNXRUNTIME, [prepared["hf"], prepared["onnx"][policy], length])
+            _ONNXRUNTIME, [prepared["hf"], prepared["onnx"][policy], length], None)
     for pair in pairs:
         inter, intra = (pair[key] or "default" for key in ("inter", "intra"))
         contenders[f"zoo SavedModel, float32, inter-op {inter}, intra-op {intra}"] = (
-            _ZOO, [prepared["zoo"]["float32"], json.dumps(pair)])
+            _ZOO, [prepared["zoo"]["float32"], json.dumps(pair)], None)
+    # What docs/export.md recommends a float32 server: its one-text latency is the gap to
+    # ONNX Runtime, and oneDNN's reorder of every weight at every call is part of it.
+    contenders[f"zoo SavedModel, float32, {FROZEN}=1"] = (
+        _ZOO, [prepared["zoo"]["float32"], "{}"], "1")
     progress(f"  concurrency: loading {len(contenders)} contenders")
-    procs = {name: start(script, [prepared["texts"], *arguments], tmp)
-             for name, (script, arguments) in contenders.items()}
+    # The setting is the server's to choose: the others run without it, whatever this
+    # process's environment says.
+    procs = {name: start(script, [prepared["texts"], *arguments], tmp, {FROZEN: frozen})
+             for name, (script, arguments, frozen) in contenders.items()}
     results = {}
     try:
         for name, proc in procs.items():
-            ask(proc, name)  # loaded
+            frozen = ask(proc, name)["frozen"]  # loaded
+            if frozen != contenders[name][2]:
+                raise RuntimeError(f"{name} runs with {FROZEN}={frozen}")
         for count in threads:
             for name, proc in procs.items():
                 progress(f"  concurrency: {name}, {count} thread{'s' * (count > 1)}")
@@ -202,7 +217,9 @@ def section(args, prepared, threads, tmp, progress=print):
            f"{seconds:g} s after a warm-up call; texts/s counts every text answered, the "
            "latencies are those of the requests (ms). zoo: `serving_default` called from "
            "every thread (TensorFlow's default inter- and intra-op thread pools unless the row "
-           "says otherwise: `tf.config.threading` in the client). ONNX Runtime: one "
+           "says otherwise: `tf.config.threading` in the client, or "
+           f"{FROZEN}=1 in its process's environment, which lets oneDNN keep each weight's "
+           "layout from the first call). ONNX Runtime: one "
            "InferenceSession that every thread calls, a BertTokenizerFast copy a thread. The "
            "contenders take turns at each thread count.", "",
            "| contender | threads | requests | texts/s | p50 latency (ms) | p99 latency (ms) |",
