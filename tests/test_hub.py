@@ -119,7 +119,7 @@ def test_a_revision_gives_its_own_weights_and_a_commit_pins_it(served):
     for revision, folder in (("v2", "b"), ("main", "a")):
         found = hub.checkpoint(f"hf://org/bert@{revision}", progress=False)
         assert found.commit == served.commits[revision]
-        _close(_outputs(zoo.models.from_pretrained(f"hf://org/bert@{revision}")),
+        _close(_outputs(zoo.load_model(f"hf://org/bert@{revision}")),
                _reference(served.folders[folder]))
     pinned = hub.resolve(f"hf://org/bert@{served.commits['v2']}")
     assert os.path.basename(pinned) == served.commits["v2"]
@@ -135,7 +135,7 @@ def test_the_cache_is_reused_and_serves_offline(served, monkeypatch):
     assert served.gets[("org/bert", "model.safetensors")] == 1
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     asked = len(served.requests)
-    _close(_outputs(zoo.models.from_pretrained("hf://org/bert")), _reference(served.folders["a"]))
+    _close(_outputs(zoo.load_model("hf://org/bert")), _reference(served.folders["a"]))
     assert len(served.requests) == asked  # offline: not one request
     with pytest.raises(hub.HubError) as error:
         hub.resolve("hf://org/bert@v2")
@@ -170,7 +170,7 @@ def test_a_gated_repo_opens_with_the_token_in_hf_token(served, monkeypatch):
     with pytest.raises(hub.HubError, match="the token given .* has no access"):
         hub.resolve("hf://org/gated")
     monkeypatch.setenv("HF_TOKEN", "hf_granted")
-    _close(_outputs(zoo.models.from_pretrained("hf://org/gated")),
+    _close(_outputs(zoo.load_model("hf://org/gated")),
            _reference(served.folders["a"]))
 
 
@@ -185,7 +185,7 @@ def test_a_download_cut_off_is_never_trusted_later(served, monkeypatch):
     with pytest.raises(hub.HubError, match="is only partly in the cache"):
         hub.resolve("hf://org/cut")  # the half file is not taken for the weights
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    _close(_outputs(zoo.models.from_pretrained("hf://org/cut")), _reference(served.folders["b"]))
+    _close(_outputs(zoo.load_model("hf://org/cut")), _reference(served.folders["b"]))
 
 
 def test_hf_names_work_in_convert_and_the_tokenizer_loaders(served, tmp_path):
@@ -203,14 +203,14 @@ def test_hf_names_work_in_convert_and_the_tokenizer_loaders(served, tmp_path):
 def test_a_pretrained_preset_under_its_real_name_loads_with_a_size_warning(served):
     with pytest.warns(UserWarning, match=r"not of size bert_base: vocabulary_size=20 \(not "
                                          r"30522\), .*num_layers=1 \(not 12\)"):
-        backbone = zoo.models.create("bert_base_uncased")
+        backbone = zoo.load_model("bert_base_uncased")
     _close(_outputs(backbone), _reference(served.folders["a"]))
     assert hub.checkpoint("bert_base_uncased").commit == served.commits["preset"]
 
 
 def test_the_gpt1_preset_loads_from_its_repo_as_transformers_reads_it(served):
     with pytest.warns(UserWarning, match="not of size gpt1"):
-        backbone = zoo.models.create("gpt1_openai")
+        backbone = zoo.load_model("gpt1_openai")
     reference = transformers.OpenAIGPTModel.from_pretrained(served.folders["gpt"]).eval()
     with torch.no_grad():
         expected = reference(input_ids=torch.tensor(IDS)).last_hidden_state.numpy()
@@ -220,7 +220,7 @@ def test_the_gpt1_preset_loads_from_its_repo_as_transformers_reads_it(served):
 
 def test_a_vit_preset_loads_from_its_repo(served):
     with pytest.warns(UserWarning, match="not of size vit_base16"):
-        backbone = zoo.models.from_pretrained("vit_base16_in21k")
+        backbone = zoo.load_model("vit_base16_in21k")
     assert type(backbone).__name__ == "ViTBackbone" and backbone.image_size == 32
 
 
@@ -278,7 +278,7 @@ def test_a_keras_hub_preset_on_the_hub_loads_as_keras_hub_loads_it(served, tmp_p
                                   hidden_dim=16, intermediate_dim=32).save_to_preset(
         str(tmp_path / "preset"))
     served.add("org/keras-hub-bert", tmp_path / "preset")
-    ours = zoo.models.from_pretrained("hf://org/keras-hub-bert")
+    ours = zoo.load_model("hf://org/keras-hub-bert")
     assert hub.checkpoint("hf://org/keras-hub-bert").format == "keras-hub"
     reference = keras_hub.models.Backbone.from_preset("hf://org/keras-hub-bert")
     inputs = {"token_ids": IDS, "segment_ids": np.zeros_like(IDS), "padding_mask": IDS > 0}

@@ -8,12 +8,16 @@ from zoo import layers, models, optimization
 
 
 def __getattr__(name):
-    """`zoo.convert` on first use: the checkpoint converters read and write tokenizers, which
-    load TensorFlow (tensorflow-text)."""
-    if name == "convert":
-        import importlib
+    """`zoo.convert` and `zoo.loading` on first use (the checkpoint converters read and write
+    tokenizers, which load TensorFlow: tensorflow-text); `zoo.load_model(name)` is
+    `zoo.loading.load_model`: a checkpoint by name (a pretrained preset, hf://ORG/NAME, a
+    folder ...) as a zoo model."""
+    import importlib
 
-        return importlib.import_module("zoo.convert")
+    if name in ("convert", "loading"):
+        return importlib.import_module(f"zoo.{name}")
+    if name == "load_model":
+        return importlib.import_module("zoo.loading").load_model
     raise AttributeError(f"module 'zoo' has no attribute {name!r}")
 
 
@@ -31,4 +35,4 @@ def _version():
 
 
 __version__ = _version()
-__all__ = ["convert", "layers", "models", "optimization"]
+__all__ = ["convert", "layers", "load_model", "loading", "models", "optimization"]

@@ -8,8 +8,12 @@ SRC is detected:
                             tokenizer (tokenizer.json, tokenizer_config.json, vocab files) or
                             for ViT the image processor; --checkpoint picks best or final
   Hugging Face folder       config.json with a "model_type" (bert, openai-gpt, vit) and
-                            model.safetensors (or shards); pytorch_model.bin is refused
-  a checkpoint by name      hf://ORG/NAME[@REVISION] or a pretrained preset (`zoo presets`),
+                            model.safetensors (or shards); pytorch_model.bin is refused;
+                            with --with-head its head, fine-tuned ones too
+                            (BertForSequenceClassification, ...ForTokenClassification,
+                            ...ForQuestionAnswering, ...ForMultipleChoice)
+  a checkpoint by name      hf://ORG/NAME[@REVISION], ORG/NAME (no such local path) or a
+                            pretrained preset (`zoo presets`),
                             downloaded into huggingface_hub's cache (HF_HOME; HF_HUB_OFFLINE=1
                             reads the cache only): a Hugging Face folder, or a keras-hub
                             preset kept on the hub
@@ -104,20 +108,19 @@ def run(args):
 
 def _is_hub(src):
     # lazy: loads TensorFlow; `zoo --help` imports this module
-    from zoo import hub
+    from zoo import hub, loading
 
-    return hub.is_hub(src)
+    return hub.is_hub(loading.hub_name(src))
 
 
 def _read_hub(src, with_head):
-    """(format name, zoo model) for a checkpoint by name."""
+    """(format name, zoo model) for a checkpoint by name (`zoo.loading`)."""
     # lazy: loads TensorFlow; `zoo --help` imports this module
-    import zoo.models
-    from zoo import hub  # lazy: as above
+    from zoo import loading
 
-    found = hub.checkpoint(src)
-    name = f"{found.format}, {found.repo}@{found.commit[:12]}"
-    return name, zoo.models.from_pretrained(src, with_head=with_head)
+    found = loading.describe(src)
+    name = f"{found.checkpoint.format}, {found.checkpoint.repo}@{found.checkpoint.commit[:12]}"
+    return name, loading.load_model(found, with_head=with_head)
 
 
 def _read(src, args):

@@ -3,6 +3,7 @@
   zoo evaluate --run-dir runs/mrpc                       # dev set, best checkpoint
   zoo evaluate --run-dir runs/mnli --split dev           # matched and mismatched
   zoo evaluate --run-dir runs/mrpc --data other/dev.tsv  # any file in the official format
+  zoo evaluate --model hf://ORG/sentiment --data reviews.csv --out scored/   # no run
 
 Prints one JSON object of metrics and writes the predictions in the format `zoo score` reads:
   GLUE, SNLI, SciTail, image_folder  RUN/predictions/<split>.tsv (index<TAB>prediction)
@@ -12,6 +13,11 @@ Prints one JSON object of metrics and writes the predictions in the format `zoo 
   conll2003                          RUN/predictions/<split>.txt (the gold file plus a
                                      predicted-tag column, conlleval's input)
 A file without labels (a test set) gives predictions only.
+
+--model scores a checkpoint by name or folder (`zoo export --model`'s, with --task and --set)
+on --data, your own file in its task's format (text_classification: a table with `text` and
+`label` columns, or data.text_column=... ; question_answering: SQuAD JSON; token_classification:
+CoNLL or JSON lines), before any training; its predictions go to --out when given.
 
 Zero-shot (GPT-1 section 5, Figure 2 right): a GPT-1 language model, not fine-tuned, scored
 with the paper's heuristics on a benchmark file:
@@ -33,14 +39,28 @@ multiple choice: id<TAB>prediction, the chosen index).
 import json
 import os
 
-from zoo_cli.arguments import add_checkpoint, add_command, add_run_dir
+from zoo_cli.arguments import (
+    add_checkpoint,
+    add_command,
+    add_model,
+    add_model_options,
+    add_run_dir,
+    check_model_options,
+    load_model,
+)
 
 
 def register(subparsers):
     parser = add_command(subparsers, "evaluate", "metrics and predictions of a trained run",
                          __doc__, run)
-    add_run_dir(parser, help="the run directory (with --zero-shot: the language model's run "
-                             "directory or checkpoint)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    add_run_dir(source, help="the run directory (with --zero-shot: the language model's run "
+                             "directory or checkpoint)", required=False)
+    add_model(source, help="a checkpoint by name or folder, with its head, scored on --data")
+    add_model_options(parser)
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="--model: write the predictions files here (they go to the run "
+                        "directory with --run-dir)")
     parser.add_argument("--split", default="dev", help="dev (default), test, or another "
                         "split of the task; with --data, the name of the predictions file")
     parser.add_argument("--data", default=None, help="evaluate this file instead of the "
@@ -72,6 +92,17 @@ def run(args):
         return 0
     if args.threshold is not None:
         raise ValueError("--threshold is for --zero-shot glue/cola")
+    check_model_options(args)
+    if args.model is not None:
+        if not args.data:
+            raise ValueError("--model needs --data, the file to score")
+        metrics = runs.evaluate_model(load_model(args), args.data, args.split, args.out)
+        print(json.dumps(metrics, sort_keys=True))
+        if args.out:
+            print(f"predictions: {args.out}")
+        return 0
+    if args.out is not None:
+        raise ValueError("--out is for --model (a run's predictions go to its directory)")
     metrics = runs.evaluate_run(args.run_dir, args.split, args.data, args.checkpoint)
     print(json.dumps(metrics, sort_keys=True))
     print(f"predictions: {os.path.join(args.run_dir, 'predictions')}")

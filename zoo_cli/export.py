@@ -1,6 +1,10 @@
-"""`zoo export`: a trained run as one SavedModel that TF Serving serves, raw inputs in.
+"""`zoo export`: a trained run, or a checkpoint by name, as one SavedModel that TF Serving
+serves, raw inputs in.
 
   zoo export --run-dir runs/mrpc --out exports/mrpc              # exports/mrpc/1, then 2, ...
+  zoo export --model hf://ORG/sentiment --out exports/sentiment  # a Hub classifier, no run
+  zoo export --model gpt1_openai --out exports/gpt1              # GPT-1's released weights
+  zoo export --model ORG/squad-reader --out exports/qa --quantize int8
   zoo export --run-dir runs/mrpc --out exports/mrpc --version 7 --checkpoint final
   zoo export --run-dir runs/mrpc --out exports/mrpc_bf16 --mixed-precision mixed_bfloat16
   zoo export --run-dir runs/mrpc --out exports/mrpc_auto --mixed-precision auto  # the faster
@@ -13,18 +17,39 @@ post-processing are in the graph (TensorFlow and tensorflow-text ops only): `ser
 takes raw text (or image bytes) and returns final answers, `serving_ids` takes token ids (or
 pixels). Runs trained on any Keras backend export (through their .keras file). Prints the
 signatures, the `docker run tensorflow/serving` command and a REST request for it.
+
+--model takes any checkpoint zoo reads (a pretrained preset, hf://ORG/NAME[@REVISION], ORG/NAME,
+a Hugging Face or sentence-transformers folder): the task is its head's, from config.json's
+`architectures` (BertForSequenceClassification: text_classification with id2label's names;
+...ForTokenClassification: token_classification; ...ForQuestionAnswering: question_answering;
+...ForMultipleChoice: swag; ...ForMaskedLM: pretrain/masked_lm; OpenAIGPTLMHeadModel:
+pretrain/causal_lm; ViTForImageClassification: image_folder; sentence-transformers:
+sentence_embedding), or --task where it has none. The signatures are those of a run of that
+task (docs/serve-hub.md); zoo_export.json records the repo and commit.
 """
 
 import json
 import os
+import sys
 
-from zoo_cli.arguments import add_checkpoint, add_command, add_run_dir
+from zoo_cli.arguments import (
+    add_checkpoint,
+    add_command,
+    add_model,
+    add_model_options,
+    add_run_dir,
+    check_model_options,
+    load_model,
+)
 
 
 def register(subparsers):
-    parser = add_command(subparsers, "export", "a run as a SavedModel for TF Serving", __doc__,
-                         run)
-    add_run_dir(parser, help="the zoo train run directory")
+    parser = add_command(subparsers, "export", "a run or a checkpoint by name as a SavedModel "
+                         "for TF Serving", __doc__, run)
+    source = parser.add_mutually_exclusive_group(required=True)
+    add_run_dir(source, help="the zoo train run directory", required=False)
+    add_model(source, help="a checkpoint by name or folder, with its head (see above)")
+    add_model_options(parser)
     parser.add_argument("--out", required=True, metavar="BASE",
                         help="the model base directory; the export goes to BASE/<version>")
     parser.add_argument("--version", type=int, default=None,
@@ -54,9 +79,20 @@ def run(args):
     from zoo import export, files  # lazy: as above
     from zoo_tasks import runs  # lazy: as above
 
-    path = runs.export_run(args.run_dir, args.out, args.version, args.checkpoint,
-                           progress=lambda line: print(f"export: {line}", flush=True),
-                           mixed_precision=args.mixed_precision, quantize=args.quantize)
+    check_model_options(args)
+
+    def progress(line):
+        print(f"export: {line}", flush=True)
+
+    if args.model is not None:
+        export.new_version(args.out, args.version)  # checked before anything is downloaded
+        path = load_model(args, progress=sys.stdout).export(
+            args.out, args.version, mixed_precision=args.mixed_precision,
+            quantize=args.quantize, progress=progress)
+    else:
+        path = runs.export_run(args.run_dir, args.out, args.version, args.checkpoint,
+                               progress=progress, mixed_precision=args.mixed_precision,
+                               quantize=args.quantize)
     with files.open(os.path.join(path, export.METADATA), encoding="utf-8") as file:
         metadata = json.load(file)
     print(f"exported {metadata['task']} to {path}")

@@ -5,25 +5,27 @@
   zoo generate --run-dir runs/gpt --prompt "a movie" --num-beams 4 --length-penalty 0.6
   zoo generate --run-dir runs/gpt --input prompts.jsonl --output completions.jsonl
   zoo generate --saved-model exports/gpt --prompt "the film is" --top-k 40 --seed 1
+  zoo generate --model gpt1_openai --prompt "the film is" --max-new-tokens 20   # no run
 
 --run-dir: a gpt1/pretrain or bert/pretrain_ltr run, in this process (zoo.generation's
-Generator, with the key/value cache). --saved-model: its `zoo export` (BASE/N, or BASE for the
-highest version), through the `serving_generate` signature as TF Serving runs it; an option
-the export cannot take per request (beams, repetition penalty, ...) is an error. --input: JSON
-lines, one {"prompt": TEXT} a line ('-' for stdin). Without --output, each prompt is printed,
-then its completion (from a run directory, streamed as it is decoded); with it, one JSON
-object a prompt ({"prompt", "completion", "new_tokens"}; "completions" and a list of counts
-with --num-return-sequences above 1) goes to that file, written atomically. With --seed S, row
-r of the input (prompt i, return sequence j, r = i * num_return_sequences + j) samples with
-the seed S + r, whatever --batch-size, so the run and its export draw the same tokens. GPT-1
-has no end-of-text token: a row stops at --max-new-tokens or after a --stop string
+Generator, with the key/value cache); --model: a language model by name or folder (gpt1_openai,
+hf://ORG/NAME of an OpenAIGPTLMHeadModel, ...), the same way. --saved-model: its `zoo export`
+(BASE/N, or BASE for the highest version), through the `serving_generate` signature as TF
+Serving runs it; an option the export cannot take per request (beams, repetition penalty, ...)
+is an error. --input: JSON lines, one {"prompt": TEXT} a line ('-' for stdin). Without --output,
+each prompt is printed, then its completion (from a run directory, streamed as it is decoded);
+with it, one JSON object a prompt ({"prompt", "completion", "new_tokens"}; "completions" and a
+list of counts with --num-return-sequences above 1) goes to that file, written atomically. With
+--seed S, row r of the input (prompt i, return sequence j, r = i * num_return_sequences + j)
+samples with the seed S + r, whatever --batch-size, so the run and its export draw the same
+tokens. GPT-1 has no end-of-text token: a row stops at --max-new-tokens or after a --stop string
 (docs/generate.md).
 """
 
 import json
 import sys
 
-from zoo_cli.arguments import add_checkpoint, add_command, add_run_dir
+from zoo_cli.arguments import add_checkpoint, add_command, add_model, add_run_dir, load_model
 
 # Options: (name, type, metavar, help). The names are zoo.generation.Generator.generate's and
 # serving_generate's inputs; the flags are the names with dashes. Unset (None): the
@@ -61,6 +63,8 @@ def register(subparsers):
                 "bert/pretrain_ltr)", required=False)
     source.add_argument("--saved-model", metavar="EXPORT", help="its zoo export: a version "
                         "directory (BASE/N), or BASE for its highest version")
+    add_model(source, help="a language model by name or folder (gpt1_openai, hf://ORG/NAME, "
+              "...)")
     prompts = parser.add_mutually_exclusive_group(required=True)
     prompts.add_argument("--prompt", action="append", metavar="TEXT",
                          help="a prompt (repeatable)")
@@ -212,7 +216,11 @@ def run(args):
     else:
         import zoo_tasks  # lazy: loads TensorFlow and Keras; `zoo --help` imports this module
 
-        generator = zoo_tasks.load_run(args.run_dir, args.checkpoint).generator
+        if args.model is not None:
+            args.task, args.overrides = None, []
+            generator = load_model(args).generator
+        else:
+            generator = zoo_tasks.load_run(args.run_dir, args.checkpoint).generator
 
         def generate(batch, **options):
             return run_generate(generator, batch, **options)

@@ -1,6 +1,8 @@
-"""`zoo predict`: run an exported SavedModel on a JSON-lines file of raw inputs.
+"""`zoo predict`: run an exported SavedModel, or a checkpoint by name, on a JSON-lines file of
+raw inputs.
 
   zoo predict --saved-model exports/mrpc/1 --input requests.jsonl
+  zoo predict --model hf://ORG/sentiment --input reviews.jsonl     # no run, no export
   zoo predict --saved-model exports/squad/1 --input questions.jsonl --output answers.jsonl
   zoo predict --saved-model exports/mrpc/1 --input ids.jsonl --signature serving_ids
 
@@ -11,7 +13,9 @@ Serving REST request (POST /v1/models/NAME:predict {"instances": [...]}), so a f
 here can be sent to the server as is. Each output line is the JSON object of the signature's
 outputs for that input, in input order. Lines are batched (--batch-size); consecutive lines
 whose inputs differ in shape (a `choices` list of another length) go to separate batches. Only
-TensorFlow and tensorflow-text are used: what a TF Serving server runs.
+TensorFlow and tensorflow-text are used: what a TF Serving server runs. --model (any checkpoint
+`zoo export --model` takes, with --task and --set as there) runs the signatures its export would
+hold, traced in this process: the same answers, no SavedModel written.
 """
 
 import base64
@@ -19,14 +23,24 @@ import json
 import os
 import sys
 
-from zoo_cli.arguments import add_command
+from zoo_cli.arguments import (
+    add_command,
+    add_model,
+    add_model_options,
+    check_model_options,
+    load_model,
+)
 
 
 def register(subparsers):
     parser = add_command(subparsers, "predict", "run an exported SavedModel on JSON lines",
                          __doc__, run)
-    parser.add_argument("--saved-model", required=True, help="an export version directory "
-                        "(BASE/N), or BASE for its highest version")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--saved-model", help="an export version directory (BASE/N), or BASE "
+                        "for its highest version")
+    add_model(source, help="a checkpoint by name or folder, with its head (`zoo export "
+              "--model`'s)")
+    add_model_options(parser)
     parser.add_argument("--input", required=True, help="JSON lines, one object of signature "
                         "inputs per line ('-' for stdin)")
     parser.add_argument("--output", default=None,
@@ -99,10 +113,14 @@ def _jsonable(value):
 class Predictor:
     """A loaded signature: `predictor(batch)` for a list of input dicts -> list of outputs."""
 
-    def __init__(self, saved_model, signature="serving_default"):
+    def __init__(self, saved_model, signature="serving_default", model=None):
         import tensorflow as tf
         import tensorflow_text  # noqa: F401  (registers the ops the graph uses)
 
+        if model is not None:  # a `zoo_tasks.LoadedRun`: its signatures, traced here
+            self.path, self.function = model.path, model.signature(signature)
+            self.specs = self.function.specs
+            return
         self.path = resolve_version(saved_model)
         self.model = tf.saved_model.load(self.path)
         if signature not in self.model.signatures:
@@ -176,7 +194,9 @@ def run(args):
     from zoo.files import write_text  # lazy: as above
     from zoo.storage import storage_operation  # lazy: as above
 
-    predictor = Predictor(args.saved_model, args.signature)
+    check_model_options(args)
+    model = None if args.model is None else load_model(args)
+    predictor = Predictor(args.saved_model, args.signature, model=model)
     total = None
     if args.input != "-":
         with files.open(args.input, encoding="utf-8") as file:

@@ -25,7 +25,7 @@ import dataclasses
 import os
 
 from zoo import config as config_lib
-from zoo import files, generation, training
+from zoo import convert, export, files, generation, loading, training
 from zoo.data.benchmarks import BENCHMARKS
 from zoo_tasks import (
     classification,
@@ -37,6 +37,7 @@ from zoo_tasks import (
     tagging,
     text_classification,
 )
+from zoo_tasks.serving import local
 
 # Task family (a benchmark record's `family`, zoo.data.benchmarks) -> its task class on a
 # benchmark's files.
@@ -105,22 +106,28 @@ LANGUAGE_MODELS = ("pretrain/causal_lm",)
 
 
 class LoadedRun:
-    """A trained run directory in memory: `config`, `task`, `model`, `tokenizer`; a language
-    model's run also writes text (`generate`, `stream`: `zoo.generation.Generator`'s)."""
+    """A model with its task, in memory: a trained run directory (`load_run`) or a checkpoint
+    by name (`load`). `config`, `task`, `model`, `tokenizer`, `source` (a `zoo.loading.Source`
+    for a name, else None); `predict` runs the export's own signatures in this process,
+    `export` writes them as a SavedModel, `encode` gives sentence embeddings, and a language
+    model writes text (`generate`, `stream`: `zoo.generation.Generator`'s)."""
 
-    def __init__(self, path, config, task, model):
+    def __init__(self, path, config, task, model, source=None):
         self.path, self.config, self.task, self.model = path, config, task, model
+        self.source = source
         self.tokenizer = getattr(task, "tokenizer", None)  # none for images
         self._generator = None
+        self._signatures = {}
 
     @property
     def generator(self):
         """The run's `zoo.generation.Generator`, built on first use (its compiled steps are
         kept for later calls); a run that is not a language model's is a one-line error."""
         if self.config.task not in LANGUAGE_MODELS:
-            raise ValueError(f"{self.path}: a {self.config.task} run does not write text; "
-                             "generation takes a language model's run (task "
-                             f"{', '.join(LANGUAGE_MODELS)}: gpt1/pretrain, bert/pretrain_ltr)")
+            raise ValueError(f"{self.path}: a {self.config.task} model does not write text; "
+                             "generation takes a language model (task "
+                             f"{', '.join(LANGUAGE_MODELS)}: gpt1/pretrain, bert/pretrain_ltr, "
+                             "OpenAIGPTLMHeadModel)")
         if self._generator is None:
             self._generator = generation.Generator(self.model, self.tokenizer)
         return self._generator
@@ -134,6 +141,60 @@ class LoadedRun:
         """`zoo.generation.Generator.stream`: the completion of one prompt, piece by piece as
         it is decoded."""
         return self.generator.stream(prompt, **options)
+
+    def signature(self, name="serving_default"):
+        """The export's signature `name`, traced once in this process
+        (`zoo_tasks.serving.local.LocalSignature`)."""
+        if name not in self._signatures:
+            run_dir = self.path if self.source is None else None
+            self._signatures[name] = local.LocalSignature(self.task, self.model, name, run_dir)
+        return self._signatures[name]
+
+    def predict(self, inputs, signature="serving_default", batch_size=32):
+        """The answers the export gives, computed here: one dict of outputs an input.
+
+        Args:
+            inputs: a list of inputs: strings (or image bytes) for a signature with one
+                input (text, image_bytes, prompt), else dicts of the signature's inputs
+                ({"question": ..., "context": ...}).
+            signature: the export's signature name.
+            batch_size: inputs a call.
+
+        Examples:
+            >>> model = zoo_tasks.load("hf://org/sentiment")  # doctest: +SKIP
+            >>> model.predict(["a great film"])  # doctest: +SKIP
+            [{'label': 'positive', 'probabilities': [0.03, 0.97]}]
+        """
+        called = self.signature(signature)
+        if isinstance(inputs, (str, bytes)):
+            raise TypeError("predict takes a list of inputs, not one")
+        rows = []
+        for row in inputs:
+            if not isinstance(row, dict):
+                if len(called.specs) != 1:
+                    raise TypeError(f"{signature} takes {', '.join(called.specs)}: give "
+                                    "dicts of them")
+                row = {next(iter(called.specs)): row}
+            rows.append(row)
+        return [out for start in range(0, len(rows), batch_size)
+                for out in local.run_rows(called, rows[start:start + batch_size])]
+
+    def encode(self, texts):
+        """float32 [len(texts), dim] sentence embeddings (a sentence_embedding model)."""
+        if self.config.task != "sentence_embedding":
+            raise ValueError(f"{self.path}: a {self.config.task} model gives no sentence "
+                             "embeddings; encode takes a sentence_embedding model")
+        return self.task.embed(self.model, list(texts))
+
+    def export(self, base, version=None, mixed_precision=None, quantize=None, progress=print):
+        """Write the model with its task's signatures to `base/<version>/` (TF Serving's
+        layout; `zoo.export.write_version` says what and how); returns the path."""
+        version = export.new_version(base, version)
+        run_dir = self.path if self.source is None else None
+        return export.write_version(
+            self.task, self.model, base, version, self.config.train.mixed_precision,
+            mixed_precision, run_dir, None if self.source is None else self.source.given,
+            progress, quantize, source=None if self.source is None else self.source.origin)
 
 
 def load_run(run_dir, checkpoint="best"):
@@ -155,3 +216,95 @@ def load_run(run_dir, checkpoint="best"):
         config.model, vocabulary=vocabulary if files.exists(vocabulary) else None,
         init_checkpoint=None))
     return LoadedRun(run_dir, config, create(config.task, config, check_data=False), model)
+
+
+# The size preset of each model_type (config.json): a named checkpoint's task is configured on
+# its family's preset; its own sizes come from the checkpoint.
+_SIZES = {"bert": "bert_base", "openai-gpt": "gpt1", "vit": "vit_base16"}
+# The tasks a checkpoint without that head still serves: pooled token vectors, as
+# sentence-transformers reads a plain Hugging Face model.
+_HEADLESS = ("sentence_embedding",)
+
+
+def load(source, task=None, overrides=(), checkpoint="best", progress=True):
+    """A checkpoint by name, or a run, with its task: what `zoo export --model`, `zoo predict
+    --model`, `zoo generate --model` and `zoo evaluate --model` run, no training needed.
+
+    The task is the head's (`zoo.loading.TASKS`: BertForSequenceClassification ->
+    text_classification with `id2label`'s names, ...ForTokenClassification ->
+    token_classification, ...ForQuestionAnswering -> question_answering, ...ForMultipleChoice
+    -> swag, ...ForMaskedLM -> pretrain/masked_lm, OpenAIGPTLMHeadModel -> pretrain/causal_lm,
+    ViTForImageClassification -> image_folder, a sentence-transformers folder ->
+    sentence_embedding), or `task` where the checkpoint has none that serves it. The model
+    is the one the task trains, every weight set from the checkpoint
+    (`zoo.convert.load_into`).
+
+    Args:
+        source: any source `zoo.loading` reads (a preset, hf://ORG/NAME, ORG/NAME, a folder,
+            a run directory ...).
+        task: a `TASKS` name; default: the head's.
+        overrides: `--set` strings (`data.text_pair_column=text_pair`, `data.sequence_length=256`).
+        checkpoint: a run directory's "best" or "final".
+        progress: show the download's progress.
+
+    Examples:
+        >>> import zoo_tasks
+        >>> model = zoo_tasks.load("hf://org/sentiment")  # doctest: +SKIP
+        >>> model.predict(["a great film"])  # doctest: +SKIP
+    """
+    found = loading.describe(source, progress)
+    if found.kind == "run":
+        if task or overrides:
+            raise config_lib.ConfigError(f"{source}: a run directory keeps its own task and "
+                                         "config; --task and --set are for checkpoints by name")
+        return load_run(found.path, checkpoint)
+    name = task or found.task
+    if name is None:
+        raise config_lib.ConfigError(
+            f"{found.describe()}: no task head; give the task (--task: one of "
+            f"{', '.join(sorted(set(loading.TASKS.values()) | set(_HEADLESS)))}), or fine-tune "
+            "it first (zoo train with model.init_checkpoint)")
+    if name not in TASKS:
+        raise config_lib.ConfigError(f"task: unknown task {name!r}; known tasks: "
+                                     f"{', '.join(TASKS)}")
+    head = found.task is not None and (BENCHMARKS[name].family if name in BENCHMARKS else name) \
+        == (BENCHMARKS[found.task].family if found.task in BENCHMARKS else found.task)
+    if not head and name not in _HEADLESS:
+        raise config_lib.ConfigError(
+            f"{found.describe()}: has no {name} head (its architecture serves "
+            f"{found.task or 'no task'}); fine-tune it first: zoo train with "
+            f"model.init_checkpoint={source}")
+    config = config_lib.resolve(_named_config(found, name), list(overrides))
+    built = create(name, config, check_data=False)
+    model = built.build_model()
+    if head and name != "sentence_embedding":
+        convert.load_into(model, found.path)
+    return LoadedRun(found.given, config, built, model, source=found)
+
+
+def _named_config(found, name):
+    """The experiment of a named checkpoint's task: its family's preset, the checkpoint as
+    `model.init_checkpoint`, and what its config.json says of the labels."""
+    model_type = found.config.get("model_type")
+    if model_type not in _SIZES:
+        raise config_lib.ConfigError(f"{found.describe()}: a {found.kind} has no config.json "
+                                     "model_type (bert, openai-gpt, vit) to serve by name")
+    init = found.checkpoint.source if found.checkpoint is not None else found.path
+    data = {}
+    if name == "text_classification":
+        kind = found.problem_type
+        data = {"regression": kind == "regression",
+                "multi_label": kind == "multi_label_classification"}
+        if kind != "regression":
+            data["labels"] = found.labels
+    elif name in ("token_classification", "image_folder"):
+        data = {"labels": found.labels}
+    elif name == "question_answering":
+        # transformers' question-answering pipeline's defaults (max_seq_len, doc_stride,
+        # max_question_len, max_answer_len); SQuAD 1.1: an answer always.
+        data = {"version_2": False, "sequence_length": 384, "doc_stride": 128,
+                "max_query_length": 64, "max_answer_length": 15}
+    model = {"preset": _SIZES[model_type], "init_checkpoint": init}
+    if name == "pretrain/masked_lm":
+        model["next_sentence"] = found.architecture == "BertForPreTraining"
+    return {"task": name, "model": model, "data": data}

@@ -94,7 +94,10 @@ class ImageClassificationTask(BaseTask):
 
     @property
     def labels(self):
-        """The class names: the sorted sub-folders of the train split."""
+        """The class names: `data.labels` (a checkpoint's id2label), else the sorted
+        sub-folders of the train split."""
+        if self._classes is None and self.config.data.labels:
+            self._classes = list(self.config.data.labels)
         if self._classes is None:
             self._classes = read_examples(self.name, self.path("train")).labels
         return self._classes

@@ -54,7 +54,7 @@ class _Pretraining(BaseTask):
         self.gpt = is_gpt(config.model.preset)
         self.tokenizer = training.load_tokenizer(config.model, gpt=False) if not self.gpt \
             else _gpt_tokenizer(config.model)
-        if not config.data.dir or not files.isdir(config.data.dir):
+        if check_data and (not config.data.dir or not files.isdir(config.data.dir)):
             raise FileNotFoundError(f"data.dir {config.data.dir}: no such directory")
 
     def lengths(self):
@@ -115,7 +115,7 @@ class MaskedLMTask(_Pretraining):
             raise config_lib.ConfigError(f"task {name}: masked LM needs a BERT preset, found "
                                          f"model.preset {config.model.preset}")
         size = int(self.tokenizer.vocabulary_size())
-        for length in self.lengths():
+        for length in self.lengths() if check_data else ():  # a checkpoint by name: no data
             meta = self.metadata(length)
             if meta["vocabulary_size"] != size:
                 raise config_lib.ConfigError(
@@ -187,6 +187,9 @@ class CausalLMTask(_Pretraining):
 
     def __init__(self, name, config, check_data=True):
         super().__init__(name, config, check_data)
+        if not check_data and not (config.data.dir and files.isdir(config.data.dir)):
+            self.shards, self.documents = None, {}  # a checkpoint by name: no corpus
+            return
         self.shards = _causal_lm_shards(config.data.dir)
         if self.shards is not None:  # `zoo data pretrain --objective causal_lm`: streamed
             return

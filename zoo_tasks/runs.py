@@ -152,6 +152,23 @@ def evaluate_run(run_dir, split="dev", data=None, checkpoint="best"):
     return metrics
 
 
+def evaluate_model(loaded, data, split="dev", out=None):
+    """Metrics of a loaded model (`zoo_tasks.load`: a checkpoint by name) on the file `data`;
+    its predictions are written to the directory `out` when given, as `evaluate_run` writes a
+    run's (named `split`).
+
+    Returns:
+        dict of metrics (empty for a file without labels).
+    """
+    task, model = loaded.task, loaded.model
+    metrics, predictions = task.evaluate(model, split, path=data, return_predictions=True)
+    if out is not None:
+        with storage_operation("writing the predictions", out):  # a full or read-only disk
+            for name, entry in predictions.items():
+                task.write_predictions(out, name, entry)
+    return metrics
+
+
 def export_run(run_dir, base, version=None, checkpoint="best", progress=print,
                mixed_precision=None, quantize=None):
     """Export a run's model with its task's signatures to `base/<version>/`; returns the path.

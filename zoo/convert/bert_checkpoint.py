@@ -5,6 +5,8 @@ Variable names are those of google-research/bert `modeling.py` and `run_pretrain
 `cls/seq_relationship/*`. Dense kernels are stored (in, out), the Keras layout.
 """
 
+import os
+
 from zoo import files
 from zoo.convert.core import ConversionError, load_weights, permuted, read_json, same
 from zoo.models import BertBackbone
@@ -160,3 +162,18 @@ def _head_ports(model):
                            (1, 0)),
                   same(model.nsp_head.dense.bias, "cls/seq_relationship/output_bias")]
     return ports
+
+
+def find(path):
+    """(checkpoint prefix, bert_config.json) of an original Google BERT checkpoint: a folder
+    holding bert_config.json and bert_model.ckpt.* (the first *.ckpt*.index), or a prefix
+    beside bert_config.json; None when `path` is not one."""
+    folder, prefix = (path, None) if files.isdir(path) else (os.path.dirname(path), path)
+    config_json = os.path.join(folder, "bert_config.json")
+    if prefix is None:
+        index = files.glob(os.path.join(folder, "*.ckpt*.index"))
+        prefix = index[0][:-len(".index")] if index else None
+    if prefix and files.isfile(config_json):
+        return prefix, config_json
+    return None
+

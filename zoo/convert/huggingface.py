@@ -86,17 +86,22 @@ def from_huggingface(path, with_head=False, progress=False):
         >>> zoo.convert.from_huggingface(path).num_layers
         1
     """
-    path = _folder(hub.resolve(path, progress=progress) if hub.is_hub(path) else path)
+    path = local_folder(path, progress)
     config_path = os.path.join(path, "config.json")
     config = read_json(config_path)
     reader = _reader(config, config_path)
-    with _local_copies(_safetensors_files(path)) as local:
+    with local_copies(safetensors_files(path)) as local:
         source = SafetensorsSource(local, name=path)
         model, ports, skipped, duplicates = reader(config, set(source.keys()), with_head,
                                                    config_path)
         load_weights(model, ports, source, skipped=skipped, duplicates=duplicates,
                      progress=progress)
     return model
+
+
+def local_folder(path, progress=False):
+    """The folder of `path`: a name (`hf://...`, a pretrained preset) resolved by `zoo.hub`."""
+    return _folder(hub.resolve(path, progress=progress) if hub.is_hub(path) else path)
 
 
 def _folder(path):
@@ -106,7 +111,7 @@ def _folder(path):
 
 
 @contextlib.contextmanager
-def _local_copies(paths):
+def local_copies(paths):
     """The files themselves if local; remote ones copied to a temporary folder for the
     block (safetensors reads local files only)."""
     if not any(files.is_remote(p) for p in paths):
@@ -128,7 +133,7 @@ def _reader(config, where):
     return _READERS[model_type]
 
 
-def _safetensors_files(path):
+def safetensors_files(path):
     if not files.isdir(path):
         raise ConversionError(f"{path}: not a folder")
     single = os.path.join(path, "model.safetensors")
@@ -205,7 +210,7 @@ def bert_ports(backbone, prefix):
     return ports
 
 
-def _bert_head_ports(model):
+def bert_head_ports(model):
     ports = []
     if model.masked_lm:
         head = model.mlm_head
@@ -217,7 +222,8 @@ def _bert_head_ports(model):
     return ports
 
 
-# Head tensors of BertForPreTraining / BertForMaskedLM / BertForNextSentencePrediction.
+# Head tensors of BertForPreTraining / BertForMaskedLM / BertForNextSentencePrediction, and of
+# the fine-tuned heads: a backbone read without its head skips them.
 _BERT_HEAD_KEYS = tuple(
     f"cls.{name}" for name in (
         "predictions.bias", "predictions.transform.dense.weight",
@@ -226,7 +232,9 @@ _BERT_HEAD_KEYS = tuple(
         "predictions.transform.LayerNorm.beta", "predictions.decoder.weight",
         "predictions.decoder.bias", "seq_relationship.weight", "seq_relationship.bias",
     )
-)
+) + tuple(f"{head}.{name}" for head in ("classifier", "qa_outputs") for name in ("weight", "bias"))
+# (the last: the fine-tuned heads of BertForSequenceClassification, ...ForTokenClassification,
+# ...ForMultipleChoice and ...ForQuestionAnswering, read by zoo.convert.hf_heads)
 
 
 def _bert_from_hf(config, keys, with_head, where):
@@ -259,7 +267,7 @@ def _bert_from_hf(config, keys, with_head, where):
     model = BertForPreTraining(backbone, masked_lm=masked_lm, next_sentence=next_sentence)
     duplicates = [("cls.predictions.decoder.weight", f"{prefix}embeddings.word_embeddings.weight"),
                   ("cls.predictions.decoder.bias", "cls.predictions.bias")] if masked_lm else []
-    return model, ports + _bert_head_ports(model), skipped, duplicates
+    return model, ports + bert_head_ports(model), skipped, duplicates
 
 
 def _bert_to_hf(model):
@@ -273,7 +281,7 @@ def _bert_to_hf(model):
             raise ConversionError(f"{model.name}: transformers' BertForMaskedLM has no pooler "
                                   "but the backbone has one; use pooler=False or add the "
                                   "next-sentence head")
-        ports = bert_ports(backbone, "bert.") + _bert_head_ports(model)
+        ports = bert_ports(backbone, "bert.") + bert_head_ports(model)
     else:
         architecture = "BertModel"
         if not backbone.pooler:
@@ -307,7 +315,7 @@ def bert_config(backbone, architecture, name):
 
 # === GPT-1 ===
 
-def _gpt_ports(backbone, prefix):
+def gpt_ports(backbone, prefix):
     ports = [
         same(backbone.token_embedding.embeddings, f"{prefix}tokens_embed.weight"),
         same(backbone.position_embedding.embeddings, f"{prefix}positions_embed.weight"),
@@ -344,7 +352,7 @@ def _gpt_from_hf(config, keys, with_head, where):
         max_sequence_length=c["n_positions"], layer_norm_epsilon=c["layer_norm_epsilon"],
         activation=_lookup(_GPT_ACTIVATIONS, "afn", c["afn"], where),
     )
-    ports = _gpt_ports(backbone, prefix)
+    ports = gpt_ports(backbone, prefix)
     # Buffers (position ids, causal masks) that older transformers versions saved.
     masks = [f"{prefix}h.{i}.attn.{name}" for i in range(c["n_layer"])
              for name in ("bias", "masked_bias")]
@@ -374,12 +382,12 @@ def _gpt_to_hf(model):
     if backbone.intermediate_dim != 4 * backbone.hidden_dim:
         raise ConversionError(f"{model.name}: intermediate_dim={backbone.intermediate_dim}, "
                               f"but OpenAIGPT fixes it to 4 * hidden = {4 * backbone.hidden_dim}")
-    return config, _gpt_ports(backbone, "transformer." if head else "")
+    return config, gpt_ports(backbone, "transformer." if head else "")
 
 
 # === ViT ===
 
-def _vit_ports(backbone, prefix, qkv_bias=True):
+def vit_ports(backbone, prefix, qkv_bias=True):
     e, patches = f"{prefix}embeddings.", backbone.patch_embedding
     ports = [
         same(patches.class_token, e + "cls_token"),
@@ -426,7 +434,7 @@ def _vit_from_hf(config, keys, with_head, where):
         layer_norm_epsilon=c["layer_norm_eps"],
         activation=_lookup(_ACTIVATIONS, "hidden_act", c["hidden_act"], where), pooler=pooler,
     )
-    ports = _vit_ports(backbone, prefix, qkv_bias=c["qkv_bias"])
+    ports = vit_ports(backbone, prefix, qkv_bias=c["qkv_bias"])
     if not with_head:
         return backbone, ports, ["classifier.weight", "classifier.bias"], ()
     if "classifier.weight" not in keys:
@@ -457,7 +465,7 @@ def _vit_to_hf(model):
         layer_norm_eps=backbone.layer_norm_epsilon, image_size=backbone.image_size,
         patch_size=backbone.patch_size, num_channels=backbone.num_channels, qkv_bias=True,
     )
-    ports = _vit_ports(backbone, "vit." if head else "")
+    ports = vit_ports(backbone, "vit." if head else "")
     if head:
         labels = {str(i): f"LABEL_{i}" for i in range(model.num_classes)}
         config.update(id2label=labels, label2id={v: int(k) for k, v in labels.items()})

@@ -5,6 +5,7 @@ named by their Keras paths, into ours. keras-hub keeps attention kernels per hea
 (hidden, heads, head_dim) and (heads, head_dim, hidden); ours are (hidden, hidden).
 """
 
+import os
 import pathlib
 import tempfile
 
@@ -151,3 +152,12 @@ def _vit(hub, where):
 
 
 _CONVERTERS = {"keras_hub>BertBackbone": _bert, "keras_hub>ViTBackbone": _vit}
+
+
+def is_keras_hub(folder):
+    """Whether a folder is a keras-hub preset (metadata.json, and a config.json that keras-hub
+    registered)."""
+    config = os.path.join(folder, "config.json")
+    return (files.isfile(os.path.join(folder, "metadata.json")) and files.isfile(config)
+            and str(read_json(config).get("registered_name", "")).startswith("keras_hub>"))
+

@@ -295,7 +295,7 @@ def new_version(base, version=None):
 
 
 def write_version(task, model, base, version, policy, mixed_precision=None, run_dir=None,
-                  checkpoint=None, progress=print, quantize=None):
+                  checkpoint=None, progress=print, quantize=None, source=None):
     """Write `model` with `task`'s signatures to `base/<version>/`; returns the path.
 
     `policy` is the dtype policy the model was trained under; `mixed_precision` another one
@@ -312,7 +312,9 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
     otherwise), and only the int8 kernels are saved. `zoo_tasks.runs.export_run`
     (`zoo export`) calls this with a run's task and model. A model with LoRA layers
     (`train.lora_rank`) is exported merged (`zoo.lora.merged`): no LoRA variables, the same
-    signatures; a run's own .keras files are merged already.
+    signatures; a run's own .keras files are merged already. `source`: where a model loaded
+    by name came from (`zoo.loading.Source.origin`: repo, revision, commit), recorded as
+    `source` in `zoo_export.json` (None for a run).
     """
     model = lora.merged(model)
     target = os.path.join(base, str(version))
@@ -368,7 +370,7 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
                 archive.write_out(staging, verbose=False)  # traces the signatures
         metadata = {"task": task.name,
                     "run_dir": run_dir and files.absolute(run_dir),
-                    "checkpoint": checkpoint, "version": version,
+                    "checkpoint": checkpoint, "source": source, "version": version,
                     "dtype_policy": policy, "dtype_auto": auto, "quantize": quantize,
                     "signatures": described}
         with writing():

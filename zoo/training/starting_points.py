@@ -15,8 +15,7 @@ import keras
 import numpy as np
 
 from zoo import config as config_lib
-from zoo import convert, files, hub, models, tokenizers
-from zoo.models import Backbone
+from zoo import files, hub, loading, models, tokenizers
 from zoo.models.presets import PRESETS, SIZES
 from zoo.models.pretrained_presets import PRETRAINED
 from zoo.training.run_dir import run_dir_of
@@ -28,19 +27,19 @@ def vocabulary_path(model_config):
     """The vocabulary directory or file of a model config (explicit, or the checkpoint's:
     `model.init_checkpoint`'s, else a pretrained `model.preset`'s)."""
     if model_config.vocabulary:
-        path = _resolve("model.vocabulary", model_config.vocabulary)
+        path = _source("model.vocabulary", model_config.vocabulary).path
     elif model_config.init_checkpoint:
-        path = model_config.init_checkpoint
-        # a zoo run, or one of its checkpoints/step_<N>.keras
-        run_dir = None if hub.is_hub(path) else run_dir_of(path)
-        if hub.is_hub(path):
-            path = _resolve("model.init_checkpoint", path)
-        elif run_dir is not None:
-            path = os.path.join(run_dir, "vocabulary")
-        elif not files.isdir(path):  # a .keras file or a checkpoint prefix
-            path = os.path.dirname(files.absolute(path))
+        found = _source("model.init_checkpoint", model_config.init_checkpoint)
+        path = found.path
+        if found.kind == "run":
+            path = os.path.join(found.path, "vocabulary")
+        elif found.kind == "run-checkpoint" or not files.isdir(path):
+            # one of a run's checkpoints/step_<N>.keras, a .keras file, a checkpoint prefix
+            run_dir = run_dir_of(path)
+            path = (os.path.join(run_dir, "vocabulary") if run_dir is not None
+                    else os.path.dirname(files.absolute(path)))
     elif model_config.preset in PRETRAINED:
-        path = _resolve("model.preset", model_config.preset)
+        path = _source("model.preset", model_config.preset).path
     else:
         raise config_lib.ConfigError(
             "model.vocabulary: missing; a randomly initialized preset needs a vocabulary "
@@ -108,18 +107,27 @@ def record_hub(model_config, run_dir):
     atomically; nothing when it names none. A resumed run keeps the first record."""
     path = os.path.join(run_dir, HUB_RECORD)
     sources = [model_config.init_checkpoint or model_config.preset, model_config.vocabulary]
-    sources = list(dict.fromkeys(source for source in sources if hub.is_hub(source)))
+    sources = list(dict.fromkeys(loading.hub_name(source) for source in sources
+                                 if source is not None))
+    sources = [source for source in sources if hub.is_hub(source)]
     if sources and not files.exists(path):
         records = [hub.checkpoint(source).record() for source in sources]  # resolved already
         files.write_text(path, json.dumps(records, indent=2) + "\n")
 
 
-def _resolve(key, source):
-    """A hub name's folder, its errors as one line naming the config key."""
+def _source(key, source):
+    """`zoo.loading.describe` of a config's source; a path that is no checkpoint is returned
+    as a plain path (a vocabulary file, a .keras file, a run's step checkpoint), and a hub
+    name's error is one line naming the config key."""
     try:
-        return hub.resolve(source)
+        if loading.is_bare_repo(source) or hub.is_hub(source):
+            return loading.describe(source)
+        if files.isfile(os.path.join(source, "config.yaml")):
+            return loading.describe(source)
     except hub.HubError as error:
         raise config_lib.ConfigError(f"{key}: {error}") from None
+    kind = "run-checkpoint" if run_dir_of(source) is not None else "path"
+    return loading.Source(source, kind, source)
 
 
 def load_backbone(model_config, tokenizer, **overrides):
@@ -218,37 +226,12 @@ def _in_block(path, first):
 
 
 def _load_checkpoint(path):
-    if hub.is_hub(path):
-        key = "model.preset" if path in PRETRAINED else "model.init_checkpoint"
-        try:
-            return _backbone_of(models.from_pretrained(path))
-        except hub.HubError as error:
-            raise config_lib.ConfigError(f"{key}: {error}") from None
-    if files.isfile(os.path.join(path, "config.yaml")):  # a zoo run directory
-        for name in ("final.keras", "best.keras"):
-            if files.isfile(os.path.join(path, name)):
-                return _backbone_of(keras.saving.load_model(os.path.join(path, name)))
-        raise FileNotFoundError(f"model.init_checkpoint {path}: a run directory without "
-                                "final.keras or best.keras (has the run finished?)")
-    if path.endswith(".keras"):
-        if not files.isfile(path):
-            raise FileNotFoundError(f"model.init_checkpoint {path}: no such file")
-        return _backbone_of(keras.saving.load_model(path))
-    if files.isfile(os.path.join(path, "config.json")):
-        return convert.from_huggingface(path)
-    folder, prefix = (path, None) if files.isdir(path) else (os.path.dirname(path), path)
-    config_json = os.path.join(folder, "bert_config.json")
-    if prefix is None:
-        index = files.glob(os.path.join(folder, "*.ckpt*.index"))
-        prefix = index[0][:-len(".index")] if index else None
-    if prefix and files.isfile(config_json):
-        return convert.from_bert_checkpoint(prefix, config_json)
-    raise FileNotFoundError(
-        f"model.init_checkpoint {path}: expected a .keras file, a zoo run directory "
-        "(config.yaml), a Hugging Face folder (config.json), a Google BERT checkpoint "
-        "(bert_config.json + bert_model.ckpt.*), an hf://ORG/NAME repo or a pretrained preset "
-        f"({', '.join(PRETRAINED)})")
-
-
-def _backbone_of(model):
-    return model if isinstance(model, Backbone) else model.backbone
+    """The backbone of `model.init_checkpoint` (or a pretrained `model.preset`): any source
+    `zoo.loading` reads, its errors naming the key."""
+    key = "model.preset" if path in PRETRAINED else "model.init_checkpoint"
+    try:
+        return loading.load_backbone(path)
+    except hub.HubError as error:
+        raise config_lib.ConfigError(f"{key}: {error}") from None
+    except FileNotFoundError as error:
+        raise FileNotFoundError(f"{key} {error}") from None
