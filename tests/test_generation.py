@@ -20,6 +20,7 @@ import scipy.special
 import scipy.stats
 
 import zoo
+from zoo import generation
 from zoo.generation import CachedLM, Generator, sampling
 
 torch = pytest.importorskip("torch")
@@ -181,7 +182,7 @@ def test_causal_bert_generates_with_the_cache():
     ids = np.array([[2, 7, 9, 11, 5, 31]], "int32")
     full = keras.ops.convert_to_numpy(model({
         "token_ids": ids, "segment_ids": 0 * ids, "padding_mask": ids > 0})["lm"])
-    generated = model.generate(ids[0, :3].tolist(), max_new_tokens=3)
+    generated = generation.generate(model, ids[0, :3].tolist(), max_new_tokens=3)
     assert generated[0] == int(np.argmax(full[0, 2]))
     lm = CachedLM(model)
     mask = np.ones((1, 6), bool)
@@ -201,7 +202,7 @@ def test_seeded_sampling_reproduces_rows_alone_and_after_saving(pair, tmp_path):
     assert generator.generate(PROMPTS, seed=12, **options) != batch
     model.save(tmp_path / "lm.keras")
     again = keras.saving.load_model(tmp_path / "lm.keras")
-    assert again.generate(PROMPTS, seed=11, **options) == batch
+    assert generation.generate(again, PROMPTS, seed=11, **options) == batch
     several = generator.generate(PROMPTS[:2], seed=11, num_return_sequences=2, **options)
     assert several[0][0] == batch[0] and len(several[1]) == 2
 
@@ -239,6 +240,13 @@ def test_a_second_call_in_a_bucket_does_not_retrace(pair):
     generator.generate([[7, 8, 9, 10], [2, 2]], max_new_tokens=7, top_k=3, seed=1)
     generator.generate([9, 9], max_new_tokens=3, num_beams=2)
     assert generator.traces == traces
+    # generation.generate keeps one Generator per model: a second call does not trace again.
+    kept = generation.generator_for(model)
+    generation.generate(model, [[1, 2, 3], [4]], max_new_tokens=5)
+    traces = kept.traces
+    generation.generate(model, [[7, 8, 9, 10], [2, 2]], max_new_tokens=7)
+    assert generation.generator_for(model) is kept and kept.traces == traces
+    assert generation.generator_for(model, compile=None) is not kept
 
 
 def test_bad_input_is_refused_in_one_line(pair):
@@ -275,15 +283,17 @@ def text_model(sample_data):
 def test_text_streams_as_it_returns_and_stop_strings_stop(text_model):
     model, tokenizer = text_model
     options = dict(max_new_tokens=30, temperature=1.5, seed=4)
-    text = model.generate("the movie was", tokenizer, **options)
-    pieces = list(model.stream("the movie was", tokenizer, **options))
+    text = generation.generate(model, "the movie was", tokenizer, **options)
+    pieces = list(generation.stream(model, "the movie was", tokenizer, **options))
     assert len(pieces) > 2 and "".join(pieces) == text
     words = text.split()
     assert len(words) > 3
     stop = words[2]
-    cut = model.generate(["the movie was"], tokenizer, stop_strings=[stop], **options)[0]
+    cut = generation.generate(model, ["the movie was"], tokenizer, stop_strings=[stop],
+                              **options)[0]
     assert stop in cut and text.startswith(cut) and len(cut) < len(text)
-    both = model.generate(["the movie was", ""], tokenizer, return_prompt=True, **options)
+    both = generation.generate(model, ["the movie was", ""], tokenizer, return_prompt=True,
+                               **options)
     assert both[0].endswith(text) and both[1] == ""
 
 

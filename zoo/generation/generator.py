@@ -462,8 +462,3 @@ class Generator:
         self._outputs = [s.best(options.num_return_sequences) if prompt else
                          [[] for _ in range(options.num_return_sequences)]
                          for s, prompt in zip(searches, prompts)]
-
-
-def generate(model, prompts, tokenizer=None, **options):
-    """One-shot `Generator(model, tokenizer).generate(prompts, **options)`."""
-    return Generator(model, tokenizer).generate(prompts, **options)

@@ -32,32 +32,6 @@ class HeadModel(keras.Model):
             setattr(self, name, value)
 
 
-class GeneratesText:
-    """`generate` and `stream` on a language model (`zoo.generation.Generator` on `self`)."""
-
-    def generator(self, tokenizer=None, compile="graph"):
-        """The model's `zoo.generation.Generator`, kept for the next call (no recompiling)."""
-        from zoo.generation import Generator  # zoo.generation imports zoo.models
-
-        kept = self.__dict__.get("_zoo_generator")
-        if kept is None or kept.tokenizer is not tokenizer or kept.compile != compile:
-            kept = Generator(self, tokenizer, compile=compile)
-            object.__setattr__(self, "_zoo_generator", kept)  # not a tracked attribute
-        return kept
-
-    def generate(self, prompts, tokenizer=None, **options):
-        """Continue prompts with the key/value cache: `zoo.generation.Generator.generate`.
-
-        Text prompts and stop strings need the model's `tokenizer`; ids work without one.
-        """
-        return self.generator(tokenizer).generate(prompts, **options)
-
-    def stream(self, prompt, tokenizer, **options):
-        """Yield the continuation of one text prompt as it is decoded
-        (`zoo.generation.Generator.stream`)."""
-        return self.generator(tokenizer).stream(prompt, **options)
-
-
 def masked_lm_head(backbone, kernel_initializer):
     """BERT's masked-LM head on `backbone`, its decoder tied to the token embedding."""
     return MaskedLMHead(

@@ -3,16 +3,11 @@
 import keras
 
 from zoo.models.bert import BertBackbone
-from zoo.models.head_models.base import (
-    GeneratesText,
-    HeadModel,
-    masked_lm_head,
-    register_old_name,
-)
+from zoo.models.head_models.base import HeadModel, masked_lm_head, register_old_name
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class CausalLM(GeneratesText, HeadModel):
+class CausalLM(HeadModel):
     """A left-to-right language model as it is trained: `lm` logits (batch, seq, vocabulary).
 
     A training head, as keras-hub's CausalLM: only `lm`, the name the causal-LM dataset gives

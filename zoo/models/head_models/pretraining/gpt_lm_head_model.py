@@ -2,11 +2,11 @@
 
 import keras
 
-from zoo.models.head_models.base import GeneratesText, HeadModel, register_old_name
+from zoo.models.head_models.base import HeadModel, register_old_name
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class GPTLMHeadModel(GeneratesText, HeadModel):
+class GPTLMHeadModel(HeadModel):
     """GPT-1 with its language-model head: `lm_logits` (batch, seq, vocabulary_size).
 
     A checkpoint head: the backbone's outputs plus `lm_logits`, as transformers'
