@@ -15,8 +15,8 @@ plain Hugging Face folder (no modules.json) is read as sentence-transformers rea
 pooling, no normalization. Other modules (Dense, LayerNorm, ...) and other pooling modes are
 refused in one line naming the file.
 
-`source` may also be a checkpoint name (`hf://ORG/NAME`, a pretrained preset) where
-`zoo.hub` exists: `zoo.hub.resolve` turns it into a local folder.
+`source` may also be a checkpoint's name (a pretrained preset such as `all_minilm_l6_v2`,
+`hf://ORG/NAME` or `ORG/NAME`): `zoo.loading` turns it into a local folder.
 """
 
 import os
@@ -45,12 +45,13 @@ _LEGACY_MODES = {"pooling_mode_cls_token": "cls", "pooling_mode_max_tokens": "ma
 
 
 def resolve(source):
-    """A local folder for `source`: a name (hf://ORG/NAME, a pretrained preset) resolved by
-    `zoo.hub`, anything else as it is."""
-    # lazy: zoo.hub (huggingface_hub) is needed only where a source is resolved
-    from zoo import hub
+    """A local folder for `source`: a name (a pretrained preset, hf://ORG/NAME, ORG/NAME)
+    resolved by `zoo.loading`, anything else as it is."""
+    # lazy: zoo.loading (huggingface_hub, the converters) is needed only for a name
+    from zoo import hub, loading
 
-    return hub.resolve(os.fspath(source))
+    source = loading.hub_name(os.fspath(source))
+    return loading.describe(source).path if hub.is_hub(source) else source
 
 
 def is_sentence_transformers(folder):

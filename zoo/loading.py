@@ -96,6 +96,13 @@ class Source:
             return self.checkpoint.record()
         return {"source": self.given, "path": files.absolute(self.path), "kind": self.kind}
 
+    @property
+    def name(self):
+        """How errors name it: as given, with the repo and commit of a hub name."""
+        if self.checkpoint is None:
+            return self.given
+        return f"{self.given} ({self.checkpoint.repo}@{self.checkpoint.commit[:12]})"
+
     def describe(self):
         """One line: the source, what it holds and where from."""
         where = (f"{self.checkpoint.repo}@{self.checkpoint.commit[:12]}"
@@ -135,7 +142,7 @@ def describe(source, progress=True):
         found = hub.checkpoint(name, progress=progress)
         kind = "preset" if found.preset else "hub"
         if found.format == "keras-hub":
-            return Source(given, kind, found.folder, found, read_json(
+            return Source(given, "keras-hub", found.folder, found, read_json(
                 os.path.join(found.folder, "config.json")))
         return _folder_source(given, found.folder, kind, found)
     if files.isfile(os.path.join(given, "config.yaml")):

@@ -278,7 +278,7 @@ def load(source, task=None, overrides=(), checkpoint="best", progress=True):
     built = create(name, config, check_data=False)
     model = built.build_model()
     if head and name != "sentence_embedding":
-        convert.load_into(model, found.path)
+        convert.load_into(model, found.path, name=found.name)
     return LoadedRun(found.given, config, built, model, source=found)
 
 
@@ -290,20 +290,24 @@ def _named_config(found, name):
         raise config_lib.ConfigError(f"{found.describe()}: a {found.kind} has no config.json "
                                      "model_type (bert, openai-gpt, vit) to serve by name")
     init = found.checkpoint.source if found.checkpoint is not None else found.path
-    data = {}
+    positions = found.config.get("max_position_embeddings", found.config.get("n_positions", 512))
+    length = min(config_lib.DataConfig().sequence_length, positions)
+    data = {"sequence_length": length}
     if name == "text_classification":
         kind = found.problem_type
-        data = {"regression": kind == "regression",
-                "multi_label": kind == "multi_label_classification"}
+        data.update(regression=kind == "regression",
+                    multi_label=kind == "multi_label_classification")
         if kind != "regression":
             data["labels"] = found.labels
     elif name in ("token_classification", "image_folder"):
-        data = {"labels": found.labels}
+        data["labels"] = found.labels
     elif name == "question_answering":
-        # transformers' question-answering pipeline's defaults (max_seq_len, doc_stride,
-        # max_question_len, max_answer_len); SQuAD 1.1: an answer always.
-        data = {"version_2": False, "sequence_length": 384, "doc_stride": 128,
-                "max_query_length": 64, "max_answer_length": 15}
+        # transformers' question-answering pipeline's defaults (max_seq_len 384, doc_stride
+        # 128, at most half the length, max_question_len 64, max_answer_len 15); SQuAD 1.1:
+        # an answer always.
+        length = min(384, positions)
+        data.update(version_2=False, sequence_length=length, doc_stride=min(128, length // 2),
+                    max_query_length=min(64, length // 2), max_answer_length=15)
     model = {"preset": _SIZES[model_type], "init_checkpoint": init}
     if name == "pretrain/masked_lm":
         model["next_sentence"] = found.architecture == "BertForPreTraining"

@@ -49,6 +49,11 @@ FINE_TUNED = {"BertForSequenceClassification": BertClassifier,
 # What a task head reads from a checkpoint: its weights, under these architectures' names.
 _HEAD_TENSOR = {BertClassifier: "classifier", BertTokenClassifier: "classifier",
                 BertMultipleChoice: "classifier", BertSpanQA: "qa_outputs"}
+# Each checkpoint head -> the zoo models whose head it sets (`load_into`), fine-tuned or not.
+HEADS = {**{name: (cls,) for name, cls in FINE_TUNED.items()},
+         "BertForMaskedLM": (BertMaskedLM, BertForPreTraining),
+         "BertForPreTraining": (BertMaskedLM, BertForPreTraining),
+         "ViTForImageClassification": (ViTClassifier,)}
 NUM_CHOICES = 4  # a BertForMultipleChoice read alone: SWAG's and RACE's four endings
 
 
@@ -102,21 +107,22 @@ def from_huggingface(path, with_head=False, progress=False, num_choices=NUM_CHOI
     return model
 
 
-def load_into(model, path, progress=False):
+def load_into(model, path, progress=False, name=None):
     """Set every weight of `model`, a zoo head model, from the Hugging Face folder `path` of
     a checkpoint with that head (or, for heads with no weights of their own, its backbone).
 
     The weight map is the model's whole: a tensor the model has no place for, a variable no
     tensor sets, or a shape that differs is a `ConversionError` naming the folder and the
     tensors, before any weight is set. A pooler the model does not read (span QA, token
-    classification) is skipped.
+    classification) is skipped. `name`: how errors name the checkpoint (default: the folder).
     """
     folder = huggingface.local_folder(path, progress=False)
     config_path = os.path.join(folder, "config.json")
     config = read_json(config_path)
     with huggingface.local_copies(huggingface.safetensors_files(folder)) as local:
-        source = SafetensorsSource(local, name=folder)
-        ports, skipped, duplicates = _ports(model, set(source.keys()), config, config_path)
+        source = SafetensorsSource(local, name=name or folder)
+        ports, skipped, duplicates = _ports(model, set(source.keys()), config,
+                                            name or config_path)
         load_weights(model, ports, source, skipped=skipped, duplicates=duplicates,
                      progress=progress)
 

@@ -123,6 +123,7 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
                                          f"not split over {replicas} replicas")
         with scope:
             model = task.build_model()
+            head = starting_points.keep_head(config.model, task.labels, model)
             lora.apply(model, train_config)  # train.lora_rank: adapters, head, LayerNorms
             counts = StepCounts(train_config, task.steps_per_epoch())
             compile_model(model, task, counts.total, counts.warmup)
@@ -137,6 +138,8 @@ def _fit(config, task, run_dir, overwrite, shared_backup):
         print(f"{config.task}: {type(model).__name__} of {model.count_params():,} parameters,"
               f" {counts.total} steps of {train_config.batch_size} ({where})"
               f", evaluation every {counts.eval_every} steps", flush=True)
+        if head is not None:
+            print(head, flush=True)
         if train_config.lora_rank:
             print(lora.describe(model, train_config), flush=True)
         backup_dir = os.path.join(run_dir, "backup")

@@ -15,7 +15,8 @@ import keras
 import numpy as np
 
 from zoo import config as config_lib
-from zoo import files, hub, loading, models, tokenizers
+from zoo import convert, files, hub, loading, models, tokenizers
+from zoo.convert import hf_heads
 from zoo.models.presets import PRESETS, SIZES
 from zoo.models.pretrained_presets import PRETRAINED
 from zoo.training.run_dir import run_dir_of
@@ -235,3 +236,34 @@ def _load_checkpoint(path):
         raise config_lib.ConfigError(f"{key}: {error}") from None
     except FileNotFoundError as error:
         raise FileNotFoundError(f"{key} {error}") from None
+
+
+def keep_head(model_config, labels, model):
+    """Set `model`'s head (a task's model just built) from its starting point when that is a
+    checkpoint with this head (`zoo.convert.hf_heads.HEADS`: a fine-tuned classifier, tagger,
+    reader, a masked LM, ViT's classifier) and the same labels (`labels`: the task's names in
+    order, or None); returns one line saying what was done, or None where the starting point
+    has no head of this kind (a backbone, a run, a .keras file).
+
+    A head whose labels (or outputs) differ is replaced, as the task built it: a fresh one.
+    """
+    source = model_config.init_checkpoint or (
+        model_config.preset if model_config.preset in PRETRAINED else None)
+    if not source or model_config.transfer_layers is not None:
+        return None
+    found = _source("model.init_checkpoint", source)
+    if found.kind not in ("preset", "hub", "huggingface") or found.architecture is None:
+        return None
+    if not isinstance(model, hf_heads.HEADS.get(found.architecture, ())):
+        return None
+    theirs = found.labels
+    ours = None if labels is None else [str(name) for name in labels]
+    where = f"model.init_checkpoint {source}"
+    if theirs is not None and ours is not None and theirs != ours:
+        return (f"{where}: its {found.architecture} head names {theirs}, the task {ours}: the "
+                "head is replaced by a new one")
+    try:
+        convert.load_into(model, found.path, name=found.name)
+    except convert.ConversionError as error:
+        return f"{where}: its {found.architecture} head does not fit ({error}): replaced"
+    return f"{where}: its {found.architecture} head is kept (labels {theirs or 'as the task'})"
