@@ -119,7 +119,7 @@ def _error(argv, capsys):
 def test_bad_input_is_a_one_line_error(lm_run, tmp_path, capsys, sample_data):
     for argv, message in (
             (["--run-dir", lm_run, "--saved-model", "e", "--prompt", "a"], "not allowed with"),
-            (["--prompt", "a"], "one of the arguments --run-dir --saved-model is required"),
+            (["--prompt", "a"], "one of the arguments --run-dir --saved-model --model is required"),
             (["--run-dir", lm_run], "one of the arguments --prompt --input is required"),
             (["--run-dir", lm_run, "--prompt", "a", "--top-k", "many"], "invalid int value")):
         with pytest.raises(SystemExit) as exit_info:

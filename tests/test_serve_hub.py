@@ -55,6 +55,9 @@ def hub(tmp_path_factory):
     transformers.BertModel(hub_heads._bert_config()).save_pretrained(plain)
     hub_heads._write_wordpiece(plain)
     server.add("org/plain", plain)
+    bare = root / "bare"  # weights and config, no tokenizer files
+    transformers.BertForSequenceClassification(hub_heads._bert_config()).save_pretrained(bare)
+    server.add("org/untokenized", bare)
     other = root / "other"
     transformers.BertLMHeadModel(hub_heads._bert_config(is_decoder=True)).save_pretrained(other)
     server.add("org/decoder", other)
@@ -293,9 +296,12 @@ def test_evaluate_by_name_scores_a_hub_classifier_on_your_file(hub, tmp_path, ca
     ("hf://org/plain", r"hf://org/plain: BertModel .*no task head; give the task \(--task"),
     ("hf://org/decoder", r"hf://org/decoder: architecture BertLMHeadModel \(config.json\) is "
                          r"not one zoo reads"),
+    ("hf://org/untokenized", r"hf://org/untokenized \(org/untokenized@\w{12}\): .*no "
+                             r"vocabulary files; expected vocab.txt"),
 ])
 def test_what_cannot_be_served_is_one_line_naming_the_repo(hub, source, says):
-    with pytest.raises((config_lib.ConfigError, convert.ConversionError), match=says) as error:
+    with pytest.raises((config_lib.ConfigError, convert.ConversionError, FileNotFoundError),
+                       match=says) as error:
         zoo_tasks.load(source)
     assert "\n" not in str(error.value)
 
@@ -328,6 +334,8 @@ def test_training_from_a_fine_tuned_head_keeps_it_when_the_labels_match(hub):
                          "['negative', 'neutral', 'positive'])")
     np.testing.assert_allclose(
         zoo_tasks.load("hf://org/sentiment").model.get_weights()[-1], model.get_weights()[-1])
+    # The same folder on disk, under other label names.
+    config.model.init_checkpoint = str(hub.folders["org/sentiment"])
     config.data.labels = ["bad", "good", "meh"]
     task = zoo_tasks.create("text_classification", config, check_data=False)
     said = starting_points.keep_head(config.model, task.labels, task.build_model())
@@ -337,3 +345,14 @@ def test_training_from_a_fine_tuned_head_keeps_it_when_the_labels_match(hub):
 def test_zoo_load_model_reads_a_fine_tuned_head_by_name(hub):
     model = zoo.load_model("org/reader", with_head=True)
     assert type(model).__name__ == "BertSpanQA"
+
+
+def test_an_int8_export_by_name_gives_the_float32_export_s_labels(hub, served, tmp_path):
+    base = tmp_path / "int8"
+    assert cli(["export", "--model", "hf://org/sentiment", "--out", str(base),
+                "--quantize", "int8"]) == 0
+    assert json.loads((base / "1" / "zoo_export.json").read_text())["quantize"] == "int8"
+    (out,) = serve_fresh(base / "1", [{"text": hub_heads.SENTENCES}])
+    assert _text(out["label"]) == _text(served["org/sentiment"]["label"])
+    np.testing.assert_allclose(out["probabilities"], served["org/sentiment"]["probabilities"],
+                               atol=0.05)

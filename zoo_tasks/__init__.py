@@ -123,11 +123,13 @@ class LoadedRun:
     def generator(self):
         """The run's `zoo.generation.Generator`, built on first use (its compiled steps are
         kept for later calls); a run that is not a language model's is a one-line error."""
+        if self.config.task not in LANGUAGE_MODELS and self.source is None:
+            raise ValueError(f"{self.path}: a {self.config.task} run does not write text; "
+                             "generation takes a language model's run (task "
+                             f"{', '.join(LANGUAGE_MODELS)}: gpt1/pretrain, bert/pretrain_ltr)")
         if self.config.task not in LANGUAGE_MODELS:
-            raise ValueError(f"{self.path}: a {self.config.task} model does not write text; "
-                             "generation takes a language model (task "
-                             f"{', '.join(LANGUAGE_MODELS)}: gpt1/pretrain, bert/pretrain_ltr, "
-                             "OpenAIGPTLMHeadModel)")
+            raise ValueError(f"{self.source.describe()}: does not write text; generation takes "
+                             "a language model (OpenAIGPTLMHeadModel, gpt1_openai)")
         if self._generator is None:
             self._generator = generation.Generator(self.model, self.tokenizer)
         return self._generator
@@ -275,10 +277,16 @@ def load(source, task=None, overrides=(), checkpoint="best", progress=True):
             f"{found.task or 'no task'}); fine-tune it first: zoo train with "
             f"model.init_checkpoint={source}")
     config = config_lib.resolve(_named_config(found, name), list(overrides))
-    built = create(name, config, check_data=False)
-    model = built.build_model()
-    if head and name != "sentence_embedding":
-        convert.load_into(model, found.path, name=found.name)
+    try:
+        built = create(name, config, check_data=False)
+        model = built.build_model()
+        if head and name != "sentence_embedding":
+            convert.load_into(model, found.path, name=found.name)
+    except (FileNotFoundError, convert.ConversionError, config_lib.ConfigError) as error:
+        if found.checkpoint is None or str(error).startswith(found.given):
+            raise
+        # what was missing in the download's folder, named by the repo and commit
+        raise type(error)(f"{found.name}: {error}") from None
     return LoadedRun(found.given, config, built, model, source=found)
 
 

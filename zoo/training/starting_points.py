@@ -252,6 +252,11 @@ def keep_head(model_config, labels, model):
     if not source or model_config.transfer_layers is not None:
         return None
     found = _source("model.init_checkpoint", source)
+    if found.kind == "path" and files.isfile(os.path.join(source, "config.json")):
+        try:  # a local Hugging Face folder: what its config.json says
+            found = loading.describe(source)
+        except convert.ConversionError:  # an architecture zoo does not read: no head to keep
+            return None
     if found.kind not in ("preset", "hub", "huggingface") or found.architecture is None:
         return None
     if not isinstance(model, hf_heads.HEADS.get(found.architecture, ())):
