@@ -37,8 +37,8 @@ REPOS = {
     "org/colours": (hub_heads.image_classifier, ()),
     "org/minilm": (hub_heads.sentence_transformer, ()),
 }
-EXPORTED = ("org/sentiment", "org/ner", "org/reader", "org/mlm", "openai-community/openai-gpt",
-            "org/colours", "org/minilm")
+EXPORTED = ("org/sentiment", "org/ner", "org/reader", "org/choices", "org/mlm",
+            "openai-community/openai-gpt", "org/colours", "org/minilm")
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +86,8 @@ def _served(hub):
         "org/ner": {"text": hub_heads.TAGGED_SENTENCES},
         "org/reader": {"question": [q for q, _ in hub_heads.QA],
                        "context": [c for _, c in hub_heads.QA]},
+        "org/choices": {"context": [c for c, _ in hub_heads.CHOICES],
+                        "choices": [endings for _, endings in hub_heads.CHOICES]},
         "org/mlm": {"text": hub_heads.MASKED},
         "openai-community/openai-gpt": {"prompt": hub_heads.PROMPTS, "max_new_tokens": 6},
         "org/colours": {"image_bytes": hub_heads.images()},
@@ -250,13 +252,17 @@ def test_a_sentence_transformers_folder_encodes_as_sentence_transformers(hub, se
     np.testing.assert_allclose(ours, reference.encode(hub_heads.SENTENCES), atol=1e-5)
 
 
-def test_multiple_choice_scores_as_transformers_model(hub):
+def test_multiple_choice_scores_as_transformers_model(hub, served):
+    """transformers has no multiple-choice pipeline: its model's softmax over the choices."""
     folder = hub.folders["org/choices"]
     model = transformers.AutoModelForMultipleChoice.from_pretrained(folder).eval()
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
     loaded = zoo_tasks.load("hf://org/choices")
     answers = loaded.predict([{"context": c, "choices": endings}
                               for c, endings in hub_heads.CHOICES])
+    exported = served["org/choices"]
+    np.testing.assert_allclose(exported["probabilities"],
+                               [answer["probabilities"] for answer in answers], atol=1e-6)
     for (context, endings), answer in zip(hub_heads.CHOICES, answers):
         encoded = tokenizer([context] * len(endings), endings, padding=True,
                             return_tensors="pt")
