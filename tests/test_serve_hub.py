@@ -298,6 +298,33 @@ def test_evaluate_by_name_scores_a_hub_classifier_on_your_file(hub, tmp_path, ca
     assert metrics["accuracy"] == pytest.approx(accuracy)
 
 
+def test_a_classifier_is_scored_on_a_benchmark_file_by_label_index(hub, tmp_path, capsys):
+    """`zoo evaluate --model --task snli`: the three-way head read as SNLI's three labels, in
+    order; the reference is transformers' model on the same pairs and scikit-learn's score."""
+    from sklearn.metrics import accuracy_score
+
+    pairs = [(a, b) for a in hub_heads.SENTENCES[:4] for b in hub_heads.SENTENCES[2:5]]
+    names = ("contradiction", "entailment", "neutral")  # SNLI's labels, in zoo's order
+    gold = [names[i % 3] for i in range(len(pairs))]
+    data = tmp_path / "snli_1.0_dev.jsonl"
+    data.write_text("".join(json.dumps({"pairID": str(i), "sentence1": a, "sentence2": b,
+                                        "gold_label": g}) + "\n"
+                            for i, ((a, b), g) in enumerate(zip(pairs, gold))))
+    folder = hub.folders["org/sentiment"]
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(folder).eval()
+    encoded = transformers.AutoTokenizer.from_pretrained(folder)(
+        [a for a, _ in pairs], [b for _, b in pairs], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        predicted = [names[i] for i in model(**encoded).logits.argmax(-1).tolist()]
+    capsys.readouterr()
+    assert cli(["evaluate", "--model", "hf://org/sentiment", "--task", "snli", "--data",
+                str(data), "--out", str(tmp_path / "scored")]) == 0
+    metrics = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert metrics["accuracy"] == pytest.approx(accuracy_score(gold, predicted))
+    assert len(set(predicted)) > 1
+    assert os.listdir(tmp_path / "scored")
+
+
 @pytest.mark.parametrize("source, says", [
     ("hf://org/plain", r"hf://org/plain: BertModel .*no task head; give the task \(--task"),
     ("hf://org/decoder", r"hf://org/decoder: architecture BertLMHeadModel \(config.json\) is "

@@ -26,6 +26,7 @@ import os
 
 from zoo import config as config_lib
 from zoo import convert, export, files, generation, loading, training
+from zoo.convert import hf_heads
 from zoo.data.benchmarks import BENCHMARKS
 from zoo_tasks import (
     classification,
@@ -269,17 +270,22 @@ def load(source, task=None, overrides=(), checkpoint="best", progress=True):
     if name not in TASKS:
         raise config_lib.ConfigError(f"task: unknown task {name!r}; known tasks: "
                                      f"{', '.join(TASKS)}")
-    head = found.task is not None and (BENCHMARKS[name].family if name in BENCHMARKS else name) \
-        == (BENCHMARKS[found.task].family if found.task in BENCHMARKS else found.task)
-    if not head and name not in _HEADLESS:
+    if found.task is None and name not in _HEADLESS:
         raise config_lib.ConfigError(
-            f"{found.describe()}: has no {name} head (its architecture serves "
-            f"{found.task or 'no task'}); fine-tune it first: zoo train with "
+            f"{found.describe()}: has no {name} head; fine-tune it first: zoo train with "
             f"model.init_checkpoint={source}")
     config = config_lib.resolve(_named_config(found, name), list(overrides))
     try:
         built = create(name, config, check_data=False)
         model = built.build_model()
+        # The head's own task, or a benchmark of the same head (a sequence classifier scored
+        # on SNLI or a GLUE task: by label index, the benchmark's label names).
+        head = found.task == name or isinstance(model, hf_heads.HEADS.get(found.architecture,
+                                                                           ()))
+        if not head and name not in _HEADLESS:
+            raise config_lib.ConfigError(
+                f"{found.describe()}: has no {name} head (it serves {found.task}); fine-tune "
+                f"it first: zoo train with model.init_checkpoint={source}")
         if head and name != "sentence_embedding":
             convert.load_into(model, found.path, name=found.name)
     except (FileNotFoundError, convert.ConversionError, config_lib.ConfigError) as error:
