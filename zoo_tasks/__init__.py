@@ -280,8 +280,8 @@ def load(source, task=None, overrides=(), checkpoint="best", progress=True):
         model = built.build_model()
         # The head's own task, or a benchmark of the same head (a sequence classifier scored
         # on SNLI or a GLUE task: by label index, the benchmark's label names).
-        head = found.task == name or isinstance(model, hf_heads.HEADS.get(found.architecture,
-                                                                           ()))
+        heads = hf_heads.HEADS.get(found.architecture, ())
+        head = found.task == name or isinstance(model, heads)
         if not head and name not in _HEADLESS:
             raise config_lib.ConfigError(
                 f"{found.describe()}: has no {name} head (it serves {found.task}); fine-tune "
