@@ -43,7 +43,9 @@ def test_every_table_parses_and_names_existing_experiments_and_keys():
                     config = config_lib.resolve(step["experiment"], step["overrides"])
                     if name == "bert/imdb_pretrained":  # its subset of DATA's files
                         assert config.data.train_file == "RUN/data/subset/train.csv", step
-                        assert config.data.dev_file == "RUN/data/subset/test.csv", step
+                        assert config.data.dev_file == "RUN/data/subset/dev.csv", step
+                        assert config.data.test_file == "RUN/data/subset/test.csv", step
+                        assert step["test"], step  # scored once on the test file, at the end
                     elif config.task == "text_classification":  # own data: its files
                         assert config.data.train_file == "DATA/train", step
                         assert config.data.dev_file == "DATA/test", step
@@ -545,17 +547,27 @@ def test_the_pretrained_imdb_table_starts_from_the_checkpoint_given(tmp_path, ca
             "kind": "subset", "name": "subset", "run_dir": "RUN/data/subset",
             "labels": ["neg", "pos"], "seed": 0,
             "splits": {"train": {"source": "DATA/train", "examples": 2000},
+                       "dev": {"source": "DATA/train", "examples": 1000},
                        "test": {"source": "DATA/test", "examples": 2000}}}
-        starts, lora = {}, set()
+        starts, lora, recipes = {}, set(), {}
         for step in steps[1:]:
             config = config_lib.resolve(step["experiment"], step["overrides"])
             starts.setdefault(step["row"], set()).add(config.model.init_checkpoint)
             assert config.model.vocabulary == expected, step
-            assert config.data.sequence_length == 128 and config.train.epochs == 1, step
             lora.add((step["row"], config.train.lora_rank))
+            recipes.setdefault(step["row"], set()).add((
+                config.data.sequence_length, config.train.epochs, config.train.learning_rate,
+                config.train.batch_size))
+            # Trained and evaluated on dev; the test file is each cell's final score only.
+            assert config.data.dev_file == ("RUN/data/subset/test.csv" if step["kind"] in (
+                "baseline", "library_finetuning") else "RUN/data/subset/dev.csv"), step
         assert starts == {"bag_of_words": {None}, "scratch": {None}, "pretrained": {expected},
                           "transformers": {expected}, "lora": {expected}}, starts
         assert ("lora", 8) in lora and ("pretrained", None) in lora
+        # Each row its own recipe (chosen on dev), transformers the zoo row's.
+        assert recipes["transformers"] == recipes["pretrained"] and all(
+            len(r) == 1 for r in recipes.values()), recipes
+        assert recipes["scratch"] != recipes["pretrained"] != recipes["lora"], recipes
     assert cli(["reproduce", "bert/imdb_pretrained", "--scale", "cpu", "--data-root", "DATA",
                 "--run-dir", str(tmp_path / "run"), "--checkpoint", "/ckpt/minilm",
                 "--dry-run"]) == 0
@@ -563,12 +575,17 @@ def test_the_pretrained_imdb_table_starts_from_the_checkpoint_given(tmp_path, ca
     assert out.startswith("bert/imdb_pretrained --scale cpu: 14 steps (12 fine-tuning runs)")
     assert "--set model.init_checkpoint=/ckpt/minilm" in out
     assert "63 steps of 32 x 128 tokens" in out  # one epoch of the 2,000 training reviews
+    assert "625 steps of 32 x 256 tokens" in out  # BERT-tiny from scratch: 10 epochs
 
 
-def test_a_tables_subset_is_stratified_seeded_and_read_by_its_cells(tmp_path, capsys):
+def test_a_tables_subset_is_stratified_seeded_and_read_by_its_cells(sample_data, tmp_path,
+                                                                    capsys):
     """A table's `subset`: each label's share of the source kept (checked by counting), the
-    same examples from the same seed, the unlabelled folder skipped; the bag-of-words row
-    trains on it and scores its test subset; reproduce.json records the checkpoint."""
+    same examples from the same seed, the unlabelled folder skipped, a dev split of the
+    training reviews disjoint from the training subset; the bag-of-words row trains on it and
+    scores its test subset; a zoo cell (`score: test`) trains and evaluates on dev, then
+    scores its final model on the test subset once (a lost test.json is scored again without
+    training); reproduce.json records the checkpoint."""
     root = tmp_path / "aclImdb"
     for split, counts in (("train", {"neg": 30, "pos": 15, "unsup": 5}),
                           ("test", {"neg": 7, "pos": 7})):
@@ -580,6 +597,7 @@ def test_a_tables_subset_is_stratified_seeded_and_read_by_its_cells(tmp_path, ca
                     f"{split} {label} {i}: {words}.", encoding="utf-8")
     table = yaml.safe_load(open(reproduce.table_path("bert/imdb_pretrained"), encoding="utf-8"))
     table["subset"]["splits"] = {"train": {"from": "train", "examples": 15},
+                                 "dev": {"from": "train", "examples": 9},
                                  "test": {"from": "test", "examples": 6}}
     path = tmp_path / "table.yaml"
     path.write_text(yaml.safe_dump(table), encoding="utf-8")
@@ -597,6 +615,11 @@ def test_a_tables_subset_is_stratified_seeded_and_read_by_its_cells(tmp_path, ca
     for row in rows:
         assert (root / "train" / row["id"]).read_text(encoding="utf-8") == row["text"]
     assert len({r["id"] for r in rows}) == 15
+    dev = list(csv.DictReader(open(subset / "dev.csv", encoding="utf-8", newline="")))
+    # 9 of the 30 left (20 neg, 10 pos), none of the training subset's.
+    assert collections.Counter(r["label"] for r in dev) == {"neg": 6, "pos": 3}
+    assert not {r["id"] for r in dev} & {r["id"] for r in rows}
+    assert all(r["text"].startswith("train ") for r in dev)
     test = list(csv.DictReader(open(subset / "test.csv", encoding="utf-8", newline="")))
     assert collections.Counter(r["label"] for r in test) == {"neg": 3, "pos": 3}
     assert all(r["text"].startswith("test ") for r in test)
@@ -613,4 +636,25 @@ def test_a_tables_subset_is_stratified_seeded_and_read_by_its_cells(tmp_path, ca
     text = (tmp_path / "a" / "table.md").read_text(encoding="utf-8")
     assert re.search(r"^\| Bag of words \(logistic regression\) \| - \| 100\.0 \|", text,
                      re.M), text
+    tiny = ["model.backbone.num_layers=1", "model.backbone.hidden_dim=32",
+            "model.backbone.num_heads=2", "model.backbone.intermediate_dim=64",
+            "data.sequence_length=16", "train.batch_size=8", "train.steps=2",
+            "train.warmup_steps=1"]
+    command = ["reproduce", str(path), "--scale", "cpu", "--seeds", "1", "--data-root",
+               str(root), "--run-dir", str(tmp_path / "d"), "--checkpoint",
+               str(sample_data["wordpiece"]), "--rows", "scratch"]
+    assert cli(command + [a for s in tiny for a in ("--set", s)]) == 0
+    cell = tmp_path / "d" / "cells" / "scratch" / "imdb" / "seed_0"
+    config = yaml.safe_load((cell / "config.yaml").read_text(encoding="utf-8"))
+    assert config["data"]["dev_file"].endswith("dev.csv")  # trained and evaluated on dev
+    tested = json.loads((cell / "test.json").read_text(encoding="utf-8"))
+    assert [e["step"] for e in tested] == [2] and 0 <= tested[0]["accuracy"] <= 1
+    assert len((cell / "predictions" / "test.tsv").read_text(encoding="utf-8").split("\n")) >= 6
+    text = (tmp_path / "d" / "table.md").read_text(encoding="utf-8")
+    assert f"| {100 * tested[0]['accuracy']:.1f} |" in text and "the test file" in text, text
+    trained = (cell / "final.keras").stat().st_mtime_ns
+    (cell / "test.json").unlink()  # killed after training, before the test score
+    assert cli(command + [a for s in tiny for a in ("--set", s)]) == 0
+    assert (cell / "final.keras").stat().st_mtime_ns == trained
+    assert json.loads((cell / "test.json").read_text(encoding="utf-8")) == tested
     capsys.readouterr()

@@ -18,19 +18,25 @@ A table is data, one YAML file under configs/reproduce/<family>/<table>.yaml:
                          --checkpoint` gives another (recorded in RUN/reproduce.json)
     subset               {splits: {name: {from, examples}}, labels, seed}: a stratified,
                          seeded sample of the labelled examples under --data-root (each
-                         label's share kept; zoo_tasks.reproduce.subsets), written first as
+                         label's share kept; splits of one source share no example;
+                         zoo_tasks.reproduce.subsets), written first as
                          RUN/data/subset/<name>.csv (id, text, label): `{subset}` in the
                          settings, e.g. `data.train_file={subset}/train.csv`
     pretraining          {name: {experiment, set: [k=v ...], shards: bool, train_examples}}:
                          the pretraining runs the rows start from (shards: the experiment
                          reads `zoo data pretrain` shards, written from the corpus)
-    columns              {name: {title, experiment, metric, percent, set, train_examples}}: one
-                         fine-tuning task per column; `metric` is a key of its metrics.json, a
+    columns              {name: {title, experiment, metric, percent, set, train_examples, score}}:
+                         one fine-tuning task per column; `metric` is a key of its metrics.json, a
                          fraction shown x 100 (`percent: false`: shown as it is, e.g. perplexity,
                          SQuAD F1); `source: pretraining` reads the row's pretraining run; `source:
                          zero_shot` with `task` (one of zoo_tasks.zero_shot.TASKS) scores the row's
                          language model on the task's dev file, no fine-tuning (`zoo evaluate
-                         --zero-shot`; GPT-1 Figure 2 right). All are checked as each cell finishes
+                         --zero-shot`; GPT-1 Figure 2 right); `score: test` (default dev): the
+                         number is the final model's on data.test_file, scored once after
+                         training (CELL/test.json), data.dev_file being what training evaluates
+                         and recipes are chosen on (a lab row, which scores its dev file once at
+                         the end and chooses nothing on it, is given the test file as its dev
+                         file). All are checked as each cell finishes
     rows                 {name: {title, pretraining: name|null, updates: N, set: [...], experiments:
                          {column: experiment}, paper: {column: number}, baseline}}: null is "w/o
                          pre-training" (random initialization); `baseline: bag_of_words` is no

@@ -93,7 +93,10 @@ def write_outputs(table, scale, seeds, record, steps, cells, run_dir):
              + (f" ({' '.join(table['scales'][scale]['description'].split()).rstrip('.')})"
                 if table["scales"][scale].get("description") else "")
              + f". Seeds: {seeds} "
-             "(ours: mean ± sample std of the final dev evaluation). Data: "
+             "(ours: mean ± sample std of the final "
+             + ("model's score on the test file, read once after training; recipes chosen on "
+                "the dev file" if any(table["columns"][c]["score"] == "test" for c in columns)
+                else "dev evaluation") + "). Data: "
              f"`{record['data_root']}`.", "",
              f"Command: `zoo reproduce {_name(table)} --scale {scale} --seeds {seeds} "
              f"--data-root {record['data_root']} --run-dir {run_dir}"

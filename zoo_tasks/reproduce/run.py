@@ -112,8 +112,14 @@ def reproduce(table, scale, data_root, run_dir, seeds=None, overrides=(), overwr
             import keras
 
             config = config_lib.resolve(step["experiment"], step["overrides"])
-            runs.train(config, step["run_dir"])
-            keras.backend.clear_session()
+            if files.isfile(os.path.join(step["run_dir"], "final.keras")):
+                _check_same_settings(step)  # trained, not yet scored on its test file
+            else:
+                runs.train(config, step["run_dir"])
+                keras.backend.clear_session()
+            if step.get("test"):
+                _score_test(step)
+                keras.backend.clear_session()
             _check_columns(table, scale, step)
         timings[step["name"]] = round(time.perf_counter() - start, 1)
         write_text(timings_path, json.dumps(timings, indent=1) + "\n")
@@ -194,6 +200,23 @@ def _zero_shot(step):
                json.dumps([{"step": updates, **numbers}], indent=1) + "\n")
 
 
+# A `score: test` column's cell: the final model's metrics on data.test_file, evaluated once
+# after training (data.dev_file is the one training evaluates and recipes are chosen on).
+TEST = "test.json"
+
+
+def _score_test(step):
+    """Score a finished cell's final model on its test file: CELL/test.json (one entry, as
+    metrics.json's, written last: the cell's finished mark) and CELL/predictions/test.tsv."""
+    _, task, model = runs.load_task(step["run_dir"], "final")
+    metrics, predictions = task.evaluate(model, "test", return_predictions=True)
+    for name, entry in predictions.items():
+        task.write_predictions(os.path.join(step["run_dir"], "predictions"), name, entry)
+    final = _final_metrics(step["run_dir"])["step"]
+    write_text(os.path.join(step["run_dir"], TEST),
+               json.dumps([{"step": final, **metrics}], indent=1) + "\n")
+
+
 # The steps that fill a cell of the table.
 CELLS = ("finetuning", "zero_shot", "baseline", "library_finetuning")
 
@@ -211,7 +234,8 @@ def _finished(step):
     if step["kind"] in ("zero_shot", "baseline", "library_pretraining", "library_finetuning"):
         # Their metrics.json is written last; a zoo run's at every evaluation: final.keras.
         return files.isfile(os.path.join(step["run_dir"], "metrics.json"))
-    return files.isfile(os.path.join(step["run_dir"], "final.keras"))
+    return files.isfile(os.path.join(step["run_dir"], TEST if step.get("test") else
+                                     "final.keras"))
 
 
 def _check_same_settings(step):
@@ -242,17 +266,19 @@ def _corpus(directory):
     return corpus
 
 
-def _final_metrics(run_dir):
-    history = training.read_metrics(run_dir)
+def _final_metrics(run_dir, test=False):
+    history = (read_json(os.path.join(run_dir, TEST), []) if test
+               else training.read_metrics(run_dir))
     if not history:
-        raise TableError(f"{run_dir}: no evaluation in metrics.json")
+        raise TableError(f"{run_dir}: no evaluation in {TEST if test else 'metrics.json'}")
     return history[-1]
 
 
-def _metric_value(run_dir, spec):
-    """A column's number from a finished run: its metric in the final evaluation, x 100 where
-    the column is a percentage of a fraction (`percent`, the default)."""
-    metrics = _final_metrics(run_dir)
+def _metric_value(run_dir, spec, test=False):
+    """A column's number from a finished run: its metric in the final evaluation (`test`: of
+    the test file, TEST), x 100 where the column is a percentage of a fraction (`percent`,
+    the default)."""
+    metrics = _final_metrics(run_dir, test)
     if spec["metric"] not in metrics:
         raise TableError(f"{run_dir}: no metric {spec['metric']!r} in metrics.json (it has "
                          f"{', '.join(sorted(metrics))}): fix the column's `metric`")
@@ -268,7 +294,7 @@ def _check_columns(table, scale, step):
     """Right after a step trains, the numbers its columns read from it: a wrong metric name
     or scale stops the reproduction at its first cell, not after the last."""
     if step["kind"] in CELLS:
-        _metric_value(step["run_dir"], table["columns"][step["column"]])
+        _metric_value(step["run_dir"], table["columns"][step["column"]], step.get("test"))
     elif step["kind"] in ("pretraining", "library_pretraining"):
         for column in scale_columns(table, scale):
             if table["columns"][column]["source"] == "pretraining":
@@ -297,7 +323,7 @@ def results(table, scale, steps, timings=None):
                 done = [pre] if pre is not None and _finished(pre) else []
             else:
                 done = by_cell.get((row_name, column), [])
-            values = [_metric_value(step["run_dir"], spec) for step in done]
+            values = [_metric_value(s["run_dir"], spec, s.get("test")) for s in done]
             cells.append({
                 "row": row_name, "row_title": row.get("title", row_name), "column": column,
                 "column_title": spec.get("title", column), "metric": spec["metric"],

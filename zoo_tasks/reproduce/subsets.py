@@ -40,16 +40,23 @@ def write_subset(step, progress=print):
     import zoo_tasks  # lazy: zoo_tasks imports this package
 
     record = {"seed": step["seed"], "labels": step["labels"], "splits": {}}
+    taken = {}  # source -> the indices its earlier splits took
     for name, split in step["splits"].items():
         config = config_lib.resolve({"task": "text_classification"}, [
             f"data.train_file={split['source']}", f"data.labels={json.dumps(step['labels'])}"])
         task = zoo_tasks.TASKS["text_classification"]("text_classification", config,
                                                       check_data=False, tokenize=False)
         columns = task.examples("train")
+        used = taken.setdefault(split["source"], set())
+        left = [i for i in range(len(columns["label"])) if i not in used]
         try:
-            chosen = sample(columns["label"], split["examples"], step["seed"])
+            chosen = [left[i] for i in sample([columns["label"][i] for i in left],
+                                              split["examples"], step["seed"])]
         except ValueError as error:
-            raise ValueError(f"subset {name} of {split['source']}: {error}") from None
+            raise ValueError(f"subset {name} of {split['source']}: {error}"
+                             + (f" (after the {len(used)} that earlier splits took)"
+                                if used else "")) from None
+        used.update(chosen)
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(["id", "text", "label"])
@@ -59,7 +66,8 @@ def write_subset(step, progress=print):
         counts = {label: sum(columns["label"][i] == label for i in chosen)
                   for label in step["labels"]}
         record["splits"][name] = {"source": split["source"], "examples": len(chosen),
-                                  "of": len(columns["label"]), "per_label": counts}
+                                  "of": len(columns["label"]), "per_label": counts,
+                                  "excluded": len(used) - len(chosen)}  # taken by earlier splits
         progress(f"subset {name}: {len(chosen)} of {len(columns['label'])} examples of "
                  f"{split['source']} ({', '.join(f'{k} {v}' for k, v in counts.items())})")
     files.write_text(os.path.join(step["run_dir"], MANIFEST), json.dumps(record, indent=1) + "\n")

@@ -35,7 +35,7 @@ LIBRARIES = ("transformers",)
 TRAINED = ("pretraining", "finetuning", "library_pretraining", "library_finetuning")
 _PRETRAINING = {"experiment", "set", "shards", "train_examples"}
 _COLUMN = {"title", "experiment", "metric", "percent", "train_examples", "source", "set",
-           "task"}
+           "task", "score"}
 _ROW = {"title", "pretraining", "set", "paper", "experiments", "updates", "baseline",
         "library"}
 SOURCES = ("finetuning", "pretraining", "zero_shot")
@@ -118,6 +118,9 @@ def load_table(name):
         source = column.setdefault("source", "finetuning")
         if source not in SOURCES:
             raise TableError(f"{path}: columns.{name_}.source: one of {', '.join(SOURCES)}")
+        if column.setdefault("score", "dev") not in ("dev", "test") or (
+                column["score"] == "test" and source != "finetuning"):
+            raise TableError(f"{path}: columns.{name_}.score: dev, or test (a fine-tuning column)")
         if source == "finetuning" and "experiment" not in column:
             raise TableError(f"{path}: columns.{name_}.experiment: missing")
         if source == "zero_shot" and column.get("task") not in zero_shot.TASKS:
@@ -363,23 +366,32 @@ def plan(table, scale, data_root, run_dir, seeds=None, overrides=(), vocabulary=
                            + user)
             task_dir = _task_dir(data_root, experiment)
             data = [f"data.dir={task_dir}"] if task_dir else []
+            # `score: test`: the lab's trainers score their dev file once, at the end, and
+            # choose nothing on it: theirs is the test file; zoo's cells score it after training.
+            test = config_lib.resolve(experiment, base).data.test_file if (
+                spec["score"] == "test") else None
+            if spec["score"] == "test" and not test:
+                raise TableError(f"{table['path']}: columns.{column}.score: test, and no "
+                                 "data.test_file")
+            lab = [f"data.dev_file={test}"] if test else []
             if "baseline" in row:  # no model of ours: one cell, no seeds (it has none)
                 steps.append({
                     "kind": "baseline", "name": f"{row_name} / {column}", "row": row_name,
                     "column": column, "baseline": row["baseline"], "experiment": experiment,
-                    "run_dir": cell, "overrides": data + base})
+                    "run_dir": cell, "overrides": data + base + lab})
                 continue
             for i in range(seeds):
                 seed = config_lib.resolve(experiment, base).train.seed + i
                 step = {
                     "kind": "finetuning", "name": f"{row_name} / {column} / seed {seed}",
-                    "row": row_name, "column": column, "seed": seed,
+                    "row": row_name, "column": column, "seed": seed, "test": bool(test),
                     "experiment": experiment, "run_dir": os.path.join(cell, f"seed_{seed}"),
                     "overrides": data + base + [f"train.seed={seed}"],
                     "train_examples": spec.get("train_examples")}
                 if "library" in row:
-                    library.append(dict(step, kind="library_finetuning",
-                                        library=row["library"]))
+                    library.append(dict(step, kind="library_finetuning", test=False,
+                                        library=row["library"],
+                                        overrides=step["overrides"] + lab))
                 else:
                     steps.append(step)
     return steps + library
