@@ -28,7 +28,7 @@ LONGEST_FIRST = (
     "test_jax_distribution.py", "test_backbones.py", "test_convert.py", "test_tokenizers.py",
     "test_multiple_choice_export.py", "test_reproduce.py", "test_transformers_recipe.py",
     "test_lora.py", "test_sentence_embedding.py", "test_sentence_embedding_export.py",
-    "test_hub.py", "test_docs.py",
+    "test_hub.py", "test_serve_hub.py", "test_docs.py",
     "test_span_qa_own_data.py",
     "test_tagging_own_data.py",
     "test_generate_cli.py")
