@@ -6,6 +6,7 @@ means there.
 """
 
 import argparse
+import sys
 
 CHECKPOINTS = ("best", "final")
 
@@ -44,10 +45,10 @@ def add_overwrite(parser, help="replace what is in --run-dir"):
 
 
 def add_model(parser, help):
-    """`--model NAME`, and `--task` and `--set` for it: a checkpoint by name or path
-    (`zoo.loading`: a pretrained preset, hf://ORG/NAME, ORG/NAME, a Hugging Face folder ...),
-    served with its head's task (`zoo_tasks.load`); `parser` may be a mutually exclusive
-    group of the command's sources. `add_model_options` adds its --task and --set."""
+    """`--model NAME`: a checkpoint by name or path (`zoo.loading`: a pretrained preset,
+    hf://ORG/NAME, ORG/NAME, a Hugging Face folder ...), served with its head's task
+    (`zoo_tasks.load`); `parser` may be a mutually exclusive group of the command's sources.
+    `add_model_options` adds its --task and --set."""
     parser.add_argument("--model", metavar="NAME", default=None, help=help)
 
 
@@ -68,7 +69,7 @@ def load_model(args, progress=None):
     loaded = zoo_tasks.load(args.model, task=args.task, overrides=args.overrides,
                             checkpoint=getattr(args, "checkpoint", "best"))
     if loaded.source is not None:
-        print(f"loaded {loaded.source.describe()}", file=progress or _stderr())
+        print(f"loaded {loaded.source.describe()}", file=progress or sys.stderr)
     return loaded
 
 
@@ -76,9 +77,3 @@ def check_model_options(args):
     """--task and --set only with --model: a one-line error otherwise."""
     if args.model is None and (args.task or args.overrides):
         raise ValueError("--task and --set apply to --model")
-
-
-def _stderr():
-    import sys  # here: the stream at call time (tests capture it)
-
-    return sys.stderr
