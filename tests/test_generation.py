@@ -236,6 +236,7 @@ def test_a_second_call_in_a_bucket_does_not_retrace(pair):
     _, model = pair
     generator = Generator(model)
     generator.generate([[1, 2, 3], [4]], max_new_tokens=5)
+    generator.generate([9, 9], max_new_tokens=4, num_beams=2)  # beam search: its own program
     traces = generator.traces
     generator.generate([[7, 8, 9, 10], [2, 2]], max_new_tokens=7, top_k=3, seed=1)
     generator.generate([9, 9], max_new_tokens=3, num_beams=2)

@@ -17,8 +17,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from zoo.generation import sampling
-from zoo.generation.beam import BeamSearch
+from zoo.generation import beam, engine, sampling
 from zoo.generation.cache import CachedLM
 
 _MIN_BUCKET = 16
@@ -129,66 +128,68 @@ class Generator:
         self.tokenizer = tokenizer
         self.compile = compile
         self.backend = keras.backend.backend()
-        self.traces = 0  # how many times the forward pass was traced (compiled); 0 eagerly
+        self.traces = 0  # how many times a program was traced (compiled); 0 eagerly
         self.last_stats = {}
-        self._compiled = None
+        self._programs = {}
 
-    # === The compiled forward pass ===
+    # === The compiled programs ===
 
-    def _traced_forward(self, token_ids, positions, key_mask, cache, index):
-        self.traces += 1
-        return self.lm.forward(token_ids, positions, key_mask, cache, index, last_only=True)
+    def _program(self, name, fn, **static):
+        """`fn(lm, *tensors, **static)` compiled as the backend allows, kept by name and
+        `static`: `tf.function` over shapes of unknown size (one trace), `jax.jit` (one compile
+        per shape, which the buckets keep few), eager on PyTorch (no autograd)."""
+        key = (name,) + tuple(sorted(static.items()))
+        if key not in self._programs:
+            self._programs[key] = self._compile(fn, static)
+        return self._programs[key]
 
-    def _build(self):
+    def _compile(self, fn, static):
+        def traced(*args):
+            self.traces += 1
+            return fn(self.lm, *args, **static)
+
         if self.compile is None or self.backend == "torch":
-            return self._eager
+            def eager(*args):
+                if self.backend == "torch":
+                    import torch  # no autograd graph while generating
+
+                    with torch.no_grad():
+                        return fn(self.lm, *args, **static)
+                return fn(self.lm, *args, **static)
+            return eager
         if self.backend == "tensorflow":
             import tensorflow as tf  # the TensorFlow backend's compiler
 
-            dtype = self.lm.dtype
-            signature = [
-                tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32),
-                tf.TensorSpec([None, None], tf.bool),
-                tuple(tf.TensorSpec([None] * 4, dtype)
-                      for _ in range(2 * self.lm.num_layers)),
-                tf.TensorSpec([], tf.int32)]
-            function = tf.function(self._traced_forward, input_signature=signature,
-                                   jit_compile=self.compile == "xla")
-            return function
+            kept = {}
+
+            def call(*args):
+                if "function" not in kept:
+                    signature = tf.nest.map_structure(
+                        lambda a: tf.TensorSpec([None] * len(a.shape), a.dtype), args)
+                    kept["function"] = tf.function(traced, input_signature=signature,
+                                                   jit_compile=self.compile == "xla")
+                return kept["function"](*args)
+            return call
         if self.backend == "jax":
             import jax  # the JAX backend's compiler
 
             variables = self.lm.variables
 
-            def stateless(values, token_ids, positions, key_mask, cache, index):
+            def stateless(values, *args):
                 with keras.StatelessScope(state_mapping=list(zip(variables, values))):
-                    return self._traced_forward(token_ids, positions, key_mask, cache, index)
+                    return traced(*args)
 
-            jitted = jax.jit(stateless, donate_argnums=(4,))
+            jitted = jax.jit(stateless)
             return lambda *args: jitted([v.value for v in variables], *args)
         raise ValueError(f"generation does not support the {self.backend!r} backend")
 
-    def _eager(self, *args):
-        if self.backend == "torch":
-            import torch  # no autograd graph while generating
-
-            with torch.no_grad():
-                return self.lm.forward(*args, last_only=True)
-        return self.lm.forward(*args, last_only=True)
-
-    def _forward(self, token_ids, positions, key_mask, cache, index):
-        """(last logits (batch, vocab) as float32 NumPy, updated cache)."""
-        if self._compiled is None:
-            self._compiled = self._build()
-        args = (np.asarray(token_ids, np.int32), np.asarray(positions, np.int32),
-                np.asarray(key_mask, bool), cache, np.int32(index))
-        if self.backend != "tensorflow" or self._compiled is self._eager:
-            args = tuple(ops.convert_to_tensor(a) for a in args[:3]) + (cache, args[4])
-        logits, cache = self._compiled(*args)
-        return ops.convert_to_numpy(logits)[:, -1, :], cache
-
-    def _reorder(self, cache, rows):
-        return self.lm.reorder(cache, ops.convert_to_tensor(np.asarray(rows, np.int32)))
+    def _tensors(self, structure):
+        """Arrays (nested in tuples and dicts) as the backend's tensors."""
+        if isinstance(structure, dict):
+            return {k: self._tensors(v) for k, v in structure.items()}
+        if isinstance(structure, tuple):
+            return tuple(self._tensors(v) for v in structure)
+        return ops.convert_to_tensor(structure)
 
     # === Prompts in, text out ===
 
@@ -308,7 +309,7 @@ class Generator:
                              "num_return_sequences=1)")
         rows, _, _ = self._encode(prompt)
         shown = ""
-        for generated in self._run(rows, options, use_cache):
+        for generated in self._run(rows, options, use_cache, host=True):
             text = self.decode(generated[0])
             cut = text.rfind(" ")
             if cut > len(shown) and text.startswith(shown):
@@ -340,15 +341,18 @@ class Generator:
 
     # === The loop ===
 
-    def _run(self, prompts, options, use_cache):
-        """Generate for `prompts` (id lists); yields each row's new ids after every step and
-        leaves the outputs (one list of id lists a prompt) in `self._outputs`."""
+    def _run(self, prompts, options, use_cache, host=False):
+        """Generate for `prompts` (id lists) and leave the outputs (one list of id lists a
+        prompt) in `self._outputs`. The whole loop is one compiled program, but with `host`
+        (streaming), stop strings or without the cache: then the loop runs on the host and
+        yields each row's new ids after every step."""
         self._check_lengths(prompts, options)
         started = time.perf_counter()
         if options.num_beams > 1:
             yield from self._beam_search(prompts, options)
         else:
-            yield from self._sample(prompts, options, use_cache)
+            host = host or bool(options.stop_strings) or not use_cache
+            yield from self._sample(prompts, options, use_cache, host)
         self.last_stats = {
             "prompts": len(prompts),
             "prompt_tokens": sum(len(p) for p in prompts),
@@ -356,7 +360,8 @@ class Generator:
             "seconds": time.perf_counter() - started, "traces": self.traces}
 
     def _buffers(self, rows, max_new_tokens):
-        """Left-padded (tokens, positions) of the prompts, the key mask and the sizes."""
+        """Left-padded (tokens, positions) of the prompts, the key mask, each row's budget of
+        new tokens (0 without a prompt) and the sizes."""
         lengths = np.array([len(r) for r in rows], np.int32)
         width = bucket(max(lengths.max(initial=0), 1))
         length = bucket(width + max_new_tokens)
@@ -368,7 +373,8 @@ class Generator:
                 tokens[i, width - len(ids):] = ids
                 positions[i, width - len(ids):] = np.arange(len(ids))
                 key_mask[i, width - len(ids):width] = True
-        return tokens, positions, key_mask, lengths, width, length
+        budget = np.where(lengths > 0, max_new_tokens, 0).astype(np.int32)
+        return tokens, positions, key_mask, lengths, budget
 
     def _stopped_by_text(self, generated, options, new_tokens):
         if not options.stop_strings or new_tokens < options.min_new_tokens:
@@ -376,89 +382,97 @@ class Generator:
         text = self.decode(generated)
         return any(stop in text for stop in options.stop_strings)
 
-    def _sample(self, prompts, options, use_cache):
+    def _sample(self, prompts, options, use_cache, host):
         count = options.num_return_sequences
         rows = [p for p in prompts for _ in range(count)]
-        if not rows:
-            self._outputs = []
-            return
         seed = options.seed
         if seed is None and options.do_sample:
             seed = int(np.random.SeedSequence().entropy % (2 ** 62))
-        tokens, positions, key_mask, lengths, width, length = self._buffers(
-            rows, options.max_new_tokens)
+        buffers = self._buffers(rows, options.max_new_tokens)
         generated = [[] for _ in rows]
-        done = np.array([not r or options.max_new_tokens == 0 for r in rows])
-        if not done.all():
-            if use_cache:
-                cache = self.lm.empty_cache(len(rows), length)
-                logits, cache = self._forward(tokens, positions, key_mask, cache, 0)
+        if rows and buffers[-1].any():
+            seeds = None if seed is None else [seed + i for i in range(len(rows))]
+            args = self._tensors(buffers + (sampling.options_for(options, len(rows), seeds),))
+            if host:
+                yield from self._host_loop(args, options, use_cache, generated)
             else:
-                logits = self._recompute(tokens, positions, key_mask, width)
-        for step in range(options.max_new_tokens):
-            if done.all():
-                break
-            sequences = [r + g for r, g in zip(rows, generated)]
-            processed = sampling.process(logits, sequences, step, options)
-            chosen = np.zeros(len(rows), np.int32)
-            for i in np.flatnonzero(~done):
-                if options.do_sample:
-                    chosen[i] = sampling.draw(processed[i], sampling.uniform(seed + i, step))
-                else:
-                    chosen[i] = int(np.argmax(processed[i]))
-                generated[i].append(int(chosen[i]))
-                if (int(chosen[i]) in options.stop_token_ids
-                        or len(generated[i]) >= options.max_new_tokens
-                        or self._stopped_by_text(generated[i], options, step + 1)):
-                    done[i] = True
-            yield generated
-            if done.all():
-                break
-            slot = width + step
-            key_mask[:, slot] = True
-            if use_cache:
-                logits, cache = self._forward(chosen[:, None], (lengths + step)[:, None],
-                                              key_mask, cache, slot)
-            else:
-                tokens = np.concatenate([tokens, chosen[:, None]], axis=1)
-                positions = np.concatenate([positions, (lengths + step)[:, None]], axis=1)
-                logits = self._recompute(tokens, positions, key_mask, slot + 1)
+                new, counts = self._program("sample", _sample_program)(*args)
+                new, counts = ops.convert_to_numpy(new), ops.convert_to_numpy(counts)
+                generated = [new[i, :counts[i]].tolist() for i in range(len(rows))]
         self._outputs = [generated[i * count:(i + 1) * count] for i in range(len(prompts))]
 
-    def _recompute(self, tokens, positions, key_mask, length):
-        """The last logits of the whole prefix, without a cache (a fresh one each call)."""
-        cache = self.lm.empty_cache(tokens.shape[0], length)
-        logits, _ = self._forward(tokens, positions, key_mask[:, :length], cache, 0)
-        return logits
+    def _host_loop(self, args, options, use_cache, generated):
+        """The loop on the host, one compiled step a call, for what the compiled loop cannot
+        do: yield the tokens after each step (streaming) and stop at stop strings."""
+        state = self._program("prefill", _prefill_program)(*args)
+        step = (self._program("advance", _advance_program) if use_cache else
+                lambda state, opts: _recompute_program(self.lm, state, opts))
+        done = ops.convert_to_numpy(args[4]) <= 0
+        while True:
+            last = ops.convert_to_numpy(state["last"])
+            now = ops.convert_to_numpy(state["done"]).copy()
+            for i in np.flatnonzero(~done):
+                generated[i].append(int(last[i]))
+                if self._stopped_by_text(generated[i], options, len(generated[i])):
+                    now[i] = True
+            done = now
+            yield generated
+            if done.all():
+                return
+            state = dict(state, done=ops.convert_to_tensor(done))
+            state = step(state, args[-1])
 
     def _beam_search(self, prompts, options):
-        n = options.num_beams
+        n, count = options.num_beams, options.num_return_sequences
         rows = [p for p in prompts for _ in range(n)]
-        searches = [BeamSearch(p, n, options) for p in prompts]
-        for search, prompt in zip(searches, prompts):
-            search.done = not prompt or options.max_new_tokens == 0
-        if rows and not all(s.done for s in searches):
-            tokens, positions, key_mask, lengths, width, length = self._buffers(
-                rows, options.max_new_tokens)
-            cache = self.lm.empty_cache(len(rows), length)
-            logits, cache = self._forward(tokens, positions, key_mask, cache, 0)
-            for step in range(options.max_new_tokens):
-                order = np.arange(len(rows))
-                chosen = np.zeros(len(rows), np.int32)
-                for p, search in enumerate(searches):
-                    if search.done:
-                        continue
-                    beams, new = search.step(logits[p * n:(p + 1) * n], step)
-                    order[p * n:(p + 1) * n] = p * n + beams
-                    chosen[p * n:(p + 1) * n] = new
-                yield [beam for s in searches for beam in s.running]
-                if all(s.done for s in searches):
-                    break
-                cache = self._reorder(cache, order)
-                slot = width + step
-                key_mask[:, slot] = True
-                logits, cache = self._forward(chosen[:, None], (lengths + step)[:, None],
-                                              key_mask, cache, slot)
-        self._outputs = [s.best(options.num_return_sequences) if prompt else
-                         [[] for _ in range(options.num_return_sequences)]
-                         for s, prompt in zip(searches, prompts)]
+        self._outputs = [[[] for _ in range(count)] for _ in prompts]
+        buffers = self._buffers(rows, options.max_new_tokens)
+        if rows and buffers[-1].any():
+            opts = sampling.options_for(options, len(rows))
+            kept = beam.keep(n, opts["stop_token_ids"].shape[1])
+            program = self._program("beam", _beam_program, num_beams=n, kept=kept)
+            finished, lengths = program(*self._tensors(buffers + (opts,)))
+            finished, lengths = ops.convert_to_numpy(finished), ops.convert_to_numpy(lengths)
+            self._outputs = [[finished[p, j, :lengths[p, j]].tolist() for j in range(count)]
+                             if prompt else [[] for _ in range(count)]
+                             for p, prompt in enumerate(prompts)]
+        yield [beam for group in self._outputs for beam in group]
+
+
+# === The programs (functions of the CachedLM and tensors, compiled by Generator._program) ===
+
+def _sample_program(lm, tokens, positions, key_mask, lengths, budget, options):
+    state = engine.sample(lm, tokens, positions, key_mask, lengths, budget, options)
+    return state["new"], state["count"]
+
+
+def _prefill_program(lm, tokens, positions, key_mask, lengths, budget, options):
+    return engine.pick(engine.prefill(lm, tokens, positions, key_mask, lengths, budget),
+                       options)
+
+
+def _advance_program(lm, state, options):
+    return engine.advance(lm, state, options)
+
+
+def _recompute_program(lm, state, options):
+    """`engine.advance` without the cache: the whole prefix again, in a fresh cache."""
+    state = dict(state)
+    end = int(state["width"]) + int(state["step"])
+    key_mask = ops.convert_to_numpy(state["key_mask"]).copy()
+    key_mask[:, end - 1] = True
+    lengths = ops.convert_to_numpy(state["lengths"])
+    positions = np.maximum(np.arange(end)[None, :] - (int(state["width"]) - lengths)[:, None],
+                           0).astype(np.int32)
+    tokens = ops.convert_to_numpy(state["tokens"])[:, :end]
+    logits, _ = lm.forward(tokens, positions, key_mask[:, :end],
+                           lm.empty_cache(tokens.shape[0], end), 0, last_only=True)
+    state.update(logits=logits[:, -1, :], key_mask=ops.convert_to_tensor(key_mask))
+    return engine.pick(state, options)
+
+
+def _beam_program(lm, tokens, positions, key_mask, lengths, budget, options, num_beams,
+                  kept):
+    state = beam.search(lm, tokens, positions, key_mask, lengths, budget, options, num_beams,
+                        kept)
+    return state["finished"], state["finished_length"]
