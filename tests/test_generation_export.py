@@ -60,6 +60,22 @@ REQUESTS = {
     "top_k_negative": request(PROMPTS[:1], do_sample=1, top_k=-1),
     "seeds_for_2_of_3": request(PROMPTS, do_sample=1, seed=[1, 2]),
 }
+# serving_generate_full: serving_generate's inputs plus the beams, penalties and minimum length.
+STOP_IDS = list(range(0, 400, 3))  # stop tokens often reached, for min_new_tokens
+FULL = {"beams": dict(num_beams=3, length_penalty=0.5, max_new_tokens=9),
+        "penalties": dict(repetition_penalty=1.8, no_repeat_ngram_size=2, max_new_tokens=14),
+        "min_length": dict(min_new_tokens=4, stop_token_ids=STOP_IDS, max_new_tokens=10)}
+
+
+def request_full(prompts, **options):
+    """A serving_generate_full request: serving_generate's greedy request, nothing else on."""
+    inputs = dict(request(prompts)[1], num_beams=1, length_penalty=1.0, repetition_penalty=1.0,
+                  no_repeat_ngram_size=0, min_new_tokens=0, stop_token_ids=[-1])
+    return "serving_generate_full", dict(inputs, **options)
+
+
+REQUESTS.update({f"full_{name}": request_full(PROMPTS, **options)
+                 for name, options in FULL.items()})
 
 
 def _export(experiment, overrides, tmp, requests):
@@ -202,12 +218,49 @@ def test_the_signatures_and_what_is_fixed_at_export(lm):
         "serving_generate": ({"prompt", "max_new_tokens", "do_sample", "temperature",
                               "top_k", "top_p", "seed", "stop"},
                              {"completion", "new_tokens"}),
+        "serving_generate_full": ({"prompt", "max_new_tokens", "do_sample", "temperature",
+                                   "top_k", "top_p", "seed", "stop", "num_beams",
+                                   "length_penalty", "repetition_penalty",
+                                   "no_repeat_ngram_size", "min_new_tokens", "stop_token_ids"},
+                                  {"completion", "new_tokens"}),
         "serving_ids": ({"token_ids", "padding_mask"}, {"logits"})}
     with open(os.path.join(path, "zoo_export.json"), encoding="utf-8") as file:
         described = json.load(file)["signatures"]["serving_generate"]
-    assert "num_beams=1" in described["doc"] and "repetition_penalty=1.0" in described["doc"]
+    assert "serving_generate_full with num_beams=1" in described["doc"]
     assert described["inputs"]["seed"]["dtype"] == "int64"
     assert_every_input_batches(path, "causal_lm")  # but the options, of unknown rank
+
+
+def test_beams_penalties_and_min_length_equal_transformers_generate(lm, tmp_path):
+    """serving_generate_full against transformers' `generate` on the same weights (zoo's
+    model converted to OpenAIGPTLMHeadModel), prompt by prompt, token for token."""
+    import torch
+    import transformers
+
+    import zoo
+
+    task, model, _, served = lm
+    zoo.convert.to_huggingface(model, tmp_path / "hf")
+    reference = transformers.OpenAIGPTLMHeadModel.from_pretrained(tmp_path / "hf").eval()
+    for name, options in FULL.items():
+        kwargs = {k: v for k, v in options.items() if k not in ("stop_token_ids",)}
+        if "stop_token_ids" in options:
+            kwargs["eos_token_id"] = options["stop_token_ids"]
+        answer = served[f"full_{name}"]
+        for i, prompt in enumerate(PROMPTS):
+            ids = [int(t) for t in task.tokenizer([prompt]).to_list()[0]]
+            with torch.no_grad():
+                out = reference.generate(torch.tensor([ids]), attention_mask=torch.ones(
+                    1, len(ids), dtype=torch.long), pad_token_id=0, do_sample=False, **kwargs)
+            new = out[0, len(ids):].tolist()
+            if "eos_token_id" in kwargs:  # transformers pads a stopped row
+                stop = next((j for j, t in enumerate(new) if t in STOP_IDS), len(new) - 1)
+                new = new[:stop + 1]
+            expected = task.tokenizer.detokenize([new])[0].numpy().decode()
+            assert (texts(answer)[i], answer["new_tokens"][i]) == (expected, len(new)), (
+                name, i)
+    assert texts(served["full_beams"]) != texts(served["greedy"])
+    assert min(served["full_min_length"]["new_tokens"]) >= 4
 
 
 def test_the_graph_holds_no_xla_only_op(lm):

@@ -45,7 +45,12 @@ UNBATCHED = {("causal_lm", signature, name)
                  ("serving_default", ("max_new_tokens",)),
                  ("serving_sample", ("max_new_tokens", "top_k", "seed")),
                  ("serving_generate", ("max_new_tokens", "do_sample", "temperature", "top_k",
-                                       "top_p", "seed", "stop")))
+                                       "top_p", "seed", "stop")),
+                 ("serving_generate_full", ("max_new_tokens", "do_sample", "temperature",
+                                            "top_k", "top_p", "seed", "stop", "num_beams",
+                                            "length_penalty", "repetition_penalty",
+                                            "no_repeat_ngram_size", "min_new_tokens",
+                                            "stop_token_ids")))
              for name in names}
 
 

@@ -6,10 +6,11 @@ import numpy as np
 import tensorflow as tf
 
 from zoo import export
-from zoo.generation import CachedLM, sampling
+from zoo.generation import CachedLM, beam, engine, sampling
 
 MASK = "[MASK]"  # what a served masked-LM text marks its blanks with
 TOP_K = 5  # candidates the served masked LM returns per blank
+GENERATE_FULL = "serving_generate_full"  # the causal LM's signature with every option
 
 
 def masked_lm_signatures(task, model, run_dir=None):
@@ -135,25 +136,29 @@ def causal_lm_signatures(task, model, run_dir=None):
         return tf.cast(model(inputs, training=False)["lm"], tf.float32)
 
     def start(prompt, max_new_tokens):
-        # The prompts' last positions - 1 tokens (room for one new token), and each row's
-        # budget of new tokens: 0 without a prompt, never past the last position.
+        # The prompts' last positions - 1 tokens (room for one new token), left-padded, and
+        # each row's budget of new tokens: 0 without a prompt, never past the last position.
         ids = tf.cast(tokenizer(prompt), tf.int32)
         limits = ids.row_limits()
         starts = limits - tf.minimum(ids.row_lengths(), positions - 1)
         ids = tf.gather(ids.values, tf.ragged.range(starts, limits))
         lengths = tf.cast(ids.row_lengths(), tf.int32)
         budget = tf.clip_by_value(_per_row(max_new_tokens, tf.shape(prompt)[0], tf.int32,
-                                           "max_new_tokens"), 0,
-                                  positions - lengths)
-        return ids, tf.where(lengths > 0, budget, 0)
+                                           "max_new_tokens"), 0, positions - lengths)
+        return _buffers(ids, tf.where(lengths > 0, budget, 0))
+
+    def completion(state):
+        new = tf.RaggedTensor.from_tensor(state["new"], lengths=state["count"])
+        return {"completion": tokenizer.detokenize(new),
+                "new_tokens": tf.cast(state["count"], tf.int32)}
 
     def greedy(prompt, max_new_tokens):
-        ids, budget = start(prompt, max_new_tokens)
-        new = _generate(lm, ids, budget, lambda last, step: _argmax(last))
-        return {"completion": tokenizer.detokenize(new)}
+        buffers = start(prompt, max_new_tokens)
+        state = engine.sample(lm, *buffers, _options(tf.shape(prompt)[0]))
+        return {"completion": completion(state)["completion"]}
 
     def sample(prompt, max_new_tokens, top_k, seed):
-        ids, budget = start(prompt, max_new_tokens)
+        buffers = start(prompt, max_new_tokens)
         batch = tf.shape(prompt)[0]
         top_k = tf.clip_by_value(_per_row(top_k, batch, tf.int32, "top_k"), 1, vocabulary)
         seed = _per_row(seed, batch, tf.int32, "seed")
@@ -167,18 +172,52 @@ def causal_lm_signatures(task, model, run_dir=None):
                     row[0][None], 1, tf.stack([row[1], step]))[0, 0], tf.int32),
                 (last, seed), fn_output_signature=tf.int32)
 
-        new = _generate(lm, ids, budget, choose)
-        return {"completion": tokenizer.detokenize(new)}
+        state = engine.sample(lm, *buffers, _options(batch), choose=choose)
+        return {"completion": completion(state)["completion"]}
 
     def generate(prompt, max_new_tokens, do_sample, temperature, top_k, top_p, seed, stop):
-        ids, budget = start(prompt, max_new_tokens)
+        return generate_full(prompt, max_new_tokens, do_sample, temperature, top_k, top_p,
+                             seed, stop, 1, 1.0, 1.0, 0, 0, [-1])
+
+    def generate_full(prompt, max_new_tokens, do_sample, temperature, top_k, top_p, seed,
+                      stop, num_beams, length_penalty, repetition_penalty,
+                      no_repeat_ngram_size, min_new_tokens, stop_token_ids):
         batch = tf.shape(prompt)[0]
-        choose = _sampler(batch, vocabulary, do_sample, temperature, top_k, top_p, seed)
+        buffers = start(prompt, max_new_tokens)
+        options = _options(batch, do_sample, temperature, top_k, top_p, seed,
+                           length_penalty, repetition_penalty, no_repeat_ngram_size,
+                           min_new_tokens, stop_token_ids)
         stops = _stop_strings(stop, batch)
-        new = _generate(lm, ids, budget, choose,
-                        lambda out, count: _stopped(tokenizer, out, count, stops))
-        return {"completion": tokenizer.detokenize(new),
-                "new_tokens": tf.cast(new.row_lengths(), tf.int32)}
+        minimum = options["min_new_tokens"]
+        num_beams = tf.reshape(tf.cast(num_beams, tf.int32), [-1])
+        checks = [tf.debugging.assert_equal(tf.size(num_beams), 1, message=(
+            "num_beams: one value for the batch")),
+            tf.debugging.assert_greater_equal(num_beams, 1, message="num_beams must be >= 1")]
+        with tf.control_dependencies(checks):
+            num_beams = tf.identity(num_beams[0])
+        searching = num_beams > 1
+        checks = [tf.debugging.assert_equal(searching & (tf.reduce_any(options["do_sample"])
+                                                         | tf.reduce_any(stops != "")),
+                                            False, message="beam search (num_beams > 1) "
+                                            "does not sample nor take stop strings")]
+        with tf.control_dependencies(checks):
+            searching = tf.identity(searching)
+
+        def sampled():
+            state = engine.sample(lm, *buffers, options, stopped=lambda out, count: _stopped(
+                tokenizer, out, count, stops) & (count >= minimum))
+            return state["new"], state["count"]
+
+        def beams():
+            rows = {name: tf.repeat(value, num_beams, axis=0) for name, value in
+                    options.items()}
+            kept = tf.maximum(2, 1 + tf.shape(options["stop_token_ids"])[1]) * num_beams
+            state = beam.search(lm, *[tf.repeat(b, num_beams, axis=0) for b in buffers],
+                                rows, num_beams, tf.minimum(kept, num_beams * vocabulary))
+            return state["finished"][:, 0], state["finished_length"][:, 0]
+
+        new, count = tf.cond(searching, beams, sampled)
+        return completion({"new": new, "count": count})
 
     def scalar_or_rows(name, dtype=tf.int32):
         return tf.TensorSpec(None, dtype, name=name)
@@ -192,6 +231,12 @@ def causal_lm_signatures(task, model, run_dir=None):
                    top_p=scalar_or_rows("top_p", tf.float32),
                    seed=scalar_or_rows("seed", tf.int64),
                    stop=scalar_or_rows("stop", tf.string))
+    full = dict(options, num_beams=scalar_or_rows("num_beams"),
+                length_penalty=scalar_or_rows("length_penalty", tf.float32),
+                repetition_penalty=scalar_or_rows("repetition_penalty", tf.float32),
+                no_repeat_ngram_size=scalar_or_rows("no_repeat_ngram_size"),
+                min_new_tokens=scalar_or_rows("min_new_tokens"),
+                stop_token_ids=scalar_or_rows("stop_token_ids"))
     return {
         export.DEFAULT: export.Signature(inputs, greedy, ("completion",),
                                          "prompt in, its greedy continuation out"),
@@ -200,9 +245,15 @@ def causal_lm_signatures(task, model, run_dir=None):
         "serving_generate": export.Signature(
             options, generate, ("completion", "new_tokens"),
             "prompt and sampling options in (greedy or temperature, top-k, top-p with a "
-            "seed; stop strings), its continuation and count of new tokens out; fixed at "
-            "export: num_beams=1, repetition_penalty=1.0, no_repeat_ngram_size=0, "
-            "min_new_tokens=0, no stop tokens"),
+            "seed; stop strings), its continuation and count of new tokens out; the same as "
+            f"{GENERATE_FULL} with num_beams=1, repetition_penalty=1.0, "
+            "no_repeat_ngram_size=0, min_new_tokens=0 and no stop tokens"),
+        GENERATE_FULL: export.Signature(
+            full, generate_full, ("completion", "new_tokens"),
+            "prompt and every option of zoo.generation.Generator.generate in (serving_"
+            "generate's plus num_beams, length_penalty, repetition_penalty, "
+            "no_repeat_ngram_size, min_new_tokens, stop_token_ids), the continuation (the "
+            "best beam) and its count of new tokens out"),
         export.IDS: export.Signature(export.model_inputs(model),
                                      lambda **x: {"logits": logits(x)}, ("logits",),
                                      "token ids in, next-token logits out"),
@@ -219,86 +270,29 @@ def _per_row(value, batch, dtype, name):
         return tf.broadcast_to(value, [batch])
 
 
-def _argmax(logits):
-    return tf.argmax(logits, axis=-1, output_type=tf.int32)
-
-
-def _generate(lm, ids, budget, choose, stopped=None):
-    """The new tokens [batch, (count)] after the prompts `ids` [batch, (n)] int32.
-
-    budget: [batch] int32, the most new tokens of each row (0 for an empty prompt; never past
-    the model's last position). choose(logits [batch, vocabulary], step) -> [batch] int32
-    picks the tokens of a step. stopped(tokens [batch, steps], count [batch]) -> [batch] bool,
-    whether a row's first `count` new tokens end it (its stop strings).
-
-    The prompts are left-padded to the longest: a prompt of n tokens sits in cache slots
-    [P - n, P) at positions 0..n-1, and its new token t in slot P + t at position n + t.
-    """
+def _buffers(ids, budget):
+    """The engine's inputs (`zoo.generation.engine.prefill`) of prompts `ids` [batch, (n)]
+    int32 and their budgets: a prompt of n tokens sits in slots [P - n, P) at positions
+    0..n-1 of P = the longest prompt, and the cache has P + the largest budget slots."""
     batch = tf.shape(budget)[0]
     lengths = tf.cast(ids.row_lengths(), tf.int32)
     prompt = tf.maximum(tf.reduce_max(tf.concat([lengths, [0]], 0)), 1)  # slots P
     steps = tf.reduce_max(tf.concat([budget, [0]], 0))  # the most new tokens of a row
-    length = prompt + steps
     dense = ids.to_tensor(0)
     dense = tf.pad(dense, [[0, 0], [0, prompt - tf.shape(dense)[1]]])  # (batch, P)
     index = tf.range(prompt)[None, :] - (prompt - lengths)[:, None]  # < 0: left padding
     real = index >= 0
     tokens = tf.where(real, tf.gather(dense, tf.maximum(index, 0), batch_dims=1), 0)
     key_mask = tf.concat([real, tf.zeros([batch, steps], tf.bool)], axis=1)
-    logits, cache = lm.forward(tokens, tf.maximum(index, 0), key_mask,
-                               lm.empty_cache(batch, length), 0, last_only=True)
-    columns = tf.range(steps)[None, :]
-
-    def pick(logits, step, out, count, done):
-        token = choose(logits[:, -1], step)
-        live = ~done
-        out = tf.where(live[:, None] & (columns == step), token[:, None], out)
-        count += tf.cast(live, tf.int32)
-        done = done | (count >= budget)
-        if stopped is not None:
-            done = done | (live & stopped(out, count))
-        return token, out, count, done
-
-    token, out, count, done = pick(logits, 0, tf.zeros([batch, steps], tf.int32),
-                                   tf.zeros([batch], tf.int32), budget <= 0)
-
-    def step(t, token, cache, key_mask, out, count, done):
-        slot = prompt + t - 1
-        key_mask = key_mask | (tf.range(length)[None, :] == slot)
-        position = tf.minimum(lengths + t - 1, lm.max_positions - 1)
-        logits, cache = lm.forward(token[:, None], position[:, None], key_mask, cache, slot)
-        token, out, count, done = pick(logits, t, out, count, done)
-        return t + 1, token, cache, key_mask, out, count, done
-
-    _, _, _, _, out, count, _ = tf.while_loop(
-        lambda t, *state: (t < steps) & ~tf.reduce_all(state[-1]), step,
-        (tf.constant(1), token, cache, key_mask, out, count, done))
-    return tf.RaggedTensor.from_tensor(out, lengths=count)
+    return tokens, tf.maximum(index, 0), key_mask, lengths, budget
 
 
-# The sampler of zoo.generation.sampling in TF ops: the same numbers, so the export and the
-# Python generator pick the same tokens, with its hash's constants.
-_MASK32 = sampling.MASK32
-_MIX = sampling.MIX
-
-
-def _mix(x):
-    for _ in range(2):
-        x = tf.math.floormod(tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, 16)) * _MIX,
-                             _MASK32)
-    return tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, 16))
-
-
-def _uniform(seed, step):
-    """`zoo.generation.sampling.uniform` of int64 [batch] seeds at a step, in int64 ops."""
-    step = tf.math.floormod(tf.cast(step, tf.int64), _MASK32)
-    x = _mix(tf.bitwise.bitwise_xor(_mix(tf.math.floormod(seed, _MASK32)), step))
-    return tf.cast(x, tf.float64) / _MASK32
-
-
-def _sampler(batch, vocabulary, do_sample, temperature, top_k, top_p, seed):
-    """choose(logits, step) of serving_generate: per row greedy, or temperature, top-k and
-    top-p (`zoo.generation.sampling.process`) and the seeded draw (`sampling.draw`)."""
+def _options(batch, do_sample=0, temperature=1.0, top_k=0, top_p=1.0, seed=0,
+             length_penalty=1.0, repetition_penalty=1.0, no_repeat_ngram_size=0,
+             min_new_tokens=0, stop_token_ids=(-1,)):
+    """The engine's per-row options (`zoo.generation.sampling.options_for`) of a request,
+    checked: a sampling row with temperature <= 0, top_p outside (0, 1] or top_k < 0, a
+    repetition_penalty <= 0 or a negative no_repeat_ngram_size or min_new_tokens fails it."""
     do_sample = _per_row(do_sample, batch, tf.int32, "do_sample") != 0
     temperature = _per_row(temperature, batch, tf.float32, "temperature")
     top_k = _per_row(top_k, batch, tf.int32, "top_k")
@@ -308,59 +302,37 @@ def _sampler(batch, vocabulary, do_sample, temperature, top_k, top_p, seed):
     seed = tf.cond(tf.size(seed) == 1,
                    lambda: tf.reshape(seed, [-1])[0] + tf.range(batch, dtype=tf.int64),
                    lambda: _per_row(seed, batch, tf.int64, "seed"))
+    penalty = _per_row(repetition_penalty, batch, tf.float32, "repetition_penalty")
+    ngram = _per_row(no_repeat_ngram_size, batch, tf.int32, "no_repeat_ngram_size")
+    minimum = _per_row(min_new_tokens, batch, tf.int32, "min_new_tokens")
 
     def refuse(bad, message):
-        return tf.debugging.assert_equal(tf.reduce_any(do_sample & bad), False,
-                                         message=message)
+        return tf.debugging.assert_equal(tf.reduce_any(bad), False, message=message)
 
-    checks = [refuse(~(temperature > 0), "serving_generate: temperature must be > 0 while "
-                                         "sampling (do_sample=1)"),
-              refuse(~((top_p > 0) & (top_p <= 1)), "serving_generate: top_p must be in "
-                                                    "(0, 1]"),
-              refuse(top_k < 0, "serving_generate: top_k must be >= 0 (0: off)")]
+    checks = [refuse(do_sample & ~(temperature > 0), "serving_generate: temperature must be "
+                     "> 0 while sampling (do_sample=1)"),
+              refuse(do_sample & ~((top_p > 0) & (top_p <= 1)), "serving_generate: top_p "
+                     "must be in (0, 1]"),
+              refuse(do_sample & (top_k < 0), "serving_generate: top_k must be >= 0 (0: off)"),
+              refuse(~(penalty > 0), "serving_generate: repetition_penalty must be > 0"),
+              refuse(ngram < 0, "serving_generate: no_repeat_ngram_size must be >= 0"),
+              refuse(minimum < 0, "serving_generate: min_new_tokens must be >= 0")]
     with tf.control_dependencies(checks):
         do_sample = tf.identity(do_sample)
-    temperature = tf.where(do_sample, temperature, 1.0)
-    top_k = tf.where(do_sample, tf.minimum(top_k, vocabulary), 0)
-    top_p = tf.where(do_sample, top_p, 1.0)
-
-    def sampled(logits, step):
-        x = logits / temperature[:, None]
-        x = tf.cond(tf.reduce_any(top_k > 0), lambda: _top_k(x, top_k), lambda: x)
-        x = tf.cond(tf.reduce_any(top_p < 1), lambda: _top_p(x, top_p), lambda: x)
-        x = tf.cast(x, tf.float64)
-        c = tf.cumsum(tf.exp(x - tf.reduce_max(x, axis=-1, keepdims=True)), axis=-1)
-        u = _uniform(seed, step)[:, None] * c[:, -1:]
-        token = tf.searchsorted(c, u, side="right", out_type=tf.int32)[:, 0]
-        return tf.where(do_sample, tf.minimum(token, vocabulary - 1), _argmax(logits))
-
-    def choose(logits, step):
-        return tf.cond(tf.reduce_any(do_sample), lambda: sampled(logits, step),
-                       lambda: _argmax(logits))
-
-    return choose
-
-
-def _top_k(logits, k):
-    """`sampling.top_k_filter` per row (k = 0: off): ties with the k-th are kept."""
-    kth = tf.math.top_k(logits, k=tf.reduce_max(k)).values
-    kth = tf.gather(kth, tf.maximum(k - 1, 0), batch_dims=1)[:, None]
-    return tf.where((k[:, None] > 0) & (logits < kth), -np.inf, logits)
-
-
-def _top_p(logits, p):
-    """`sampling.top_p_filter` per row (p >= 1: off), as transformers' TopPLogitsWarper:
-    sorted ascending, the tokens whose cumulative probability is <= 1 - p dropped, the most
-    likely one always kept."""
-    order = tf.argsort(logits, axis=-1, direction="ASCENDING", stable=True)
-    ranked = tf.gather(logits, order, batch_dims=1)
-    shifted = tf.exp(ranked - ranked[:, -1:])
-    probabilities = shifted / tf.reduce_sum(shifted, axis=-1, keepdims=True)
-    limit = tf.cast(1.0 - tf.cast(p, tf.float64), tf.float32)[:, None]
-    remove = tf.cumsum(probabilities, axis=-1) <= limit
-    remove = remove & (tf.range(tf.shape(logits)[1]) < tf.shape(logits)[1] - 1)[None, :]
-    remove = tf.gather(remove, tf.argsort(order, axis=-1), batch_dims=1)  # back to id order
-    return tf.where(remove & (p[:, None] < 1), -np.inf, logits)
+    stops = tf.cast(stop_token_ids, tf.int32)
+    stops = tf.reshape(stops, tf.concat([tf.ones([tf.maximum(2 - tf.rank(stops), 0)],
+                                                 tf.int32), tf.shape(stops)], 0))
+    stops = tf.broadcast_to(stops, [batch, tf.shape(stops)[1]])
+    return {"do_sample": do_sample,
+            "temperature": tf.where(do_sample, temperature, 1.0),
+            "top_k": tf.where(do_sample, top_k, 0),
+            "top_p": tf.where(do_sample & (top_p < 1),
+                              tf.cast(1.0 - tf.cast(top_p, tf.float64), tf.float32), 0.0),
+            "seed": tf.cast(tf.math.floormod(seed, sampling.MASK32), tf.uint32),
+            "repetition_penalty": penalty, "no_repeat_ngram_size": ngram,
+            "min_new_tokens": minimum,
+            "length_penalty": _per_row(length_penalty, batch, tf.float32, "length_penalty"),
+            "stop_token_ids": stops}
 
 
 def _stop_strings(stop, batch):
