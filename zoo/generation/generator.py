@@ -2,12 +2,16 @@
 cache: greedy, sampled (temperature, top-k, top-p) or beam search, with transformers' logits
 processors, stop tokens and strings, and streaming.
 
-The loop runs on the host and calls one compiled forward pass a step (`CachedLM.forward`):
-TensorFlow's `tf.function` (graph, or XLA with `compile="xla"`), `jax.jit` on JAX, eager on
-PyTorch. Prompts of a batch are left-padded into one buffer of `bucket(longest prompt)` slots
-and the cache holds `bucket(prompt + max_new_tokens)` slots (powers of two), so that a shape
-compiles once per (batch, bucket) and a second call in the bucket reuses it. Positions are per
-row, so a row of a mixed-length batch gets what it gets alone.
+The whole loop is one compiled program (`zoo.generation.engine`, in keras.ops): prefill, then
+`tf.while_loop` inside `tf.function` on TensorFlow (graph, or XLA with `compile="xla"`),
+`lax.while_loop` inside `jax.jit` on JAX; PyTorch runs the same step eagerly in a host loop.
+The loop runs on the host, one compiled step a call, only for what cannot be compiled:
+streaming (`stream`) and stop strings (text matching), and `use_cache=False`. Prompts of a
+batch are left-padded into one buffer of `bucket(longest prompt)` slots and the cache holds
+`bucket(prompt + max_new_tokens)` slots (powers of two), so that a shape compiles once per
+(batch, bucket) and a second call in the bucket reuses it; the options are tensors, so a new
+temperature or seed does not compile again. Positions are per row, so a row of a
+mixed-length batch gets what it gets alone.
 """
 
 import dataclasses

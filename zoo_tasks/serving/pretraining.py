@@ -122,9 +122,17 @@ def causal_lm_signatures(task, model, run_dir=None):
     (0, 1], or a `top_k` < 0, fails the request, as does an input with neither one value
     nor one per prompt (InvalidArgumentError naming the input). Where Python's `generate`
     refuses a prompt plus `max_new_tokens` past the positions, the export cuts the row.
-    What cannot be set per request is fixed: no repetition penalty, n-gram ban, minimum
-    length or beam search (`zoo.generation` in Python has them), written in the doc of
-    the signature in zoo_export.json.
+    It is `serving_generate_full` with num_beams=1, repetition_penalty=1.0,
+    no_repeat_ngram_size=0, min_new_tokens=0 and no stop tokens.
+    `serving_generate_full`: every option of `Generator.generate`, per request:
+    serving_generate's inputs plus `num_beams` int32 (one for the batch; > 1: beam search,
+    which neither samples nor takes stop strings, and returns the best beam),
+    `length_penalty` float32, `repetition_penalty` float32 (> 0), `no_repeat_ngram_size`
+    int32 (0: off), `min_new_tokens` int32 (stop tokens banned and stop strings ignored
+    before it) and `stop_token_ids` int32, [n] for every row or [batch, n] (-1 pads; a row
+    stops after one of them, kept). The same outputs as serving_generate.
+    Every signature runs `zoo.generation.engine` (and `zoo.generation.beam`), the code of
+    the Python generator, in a `tf.while_loop` in the graph.
     `serving_ids`: the model's inputs (`token_ids`, `padding_mask`, ...) in, `logits`
     [batch, sequence, vocabulary] float32 out.
     """
@@ -190,11 +198,12 @@ def causal_lm_signatures(task, model, run_dir=None):
         stops = _stop_strings(stop, batch)
         minimum = options["min_new_tokens"]
         num_beams = tf.reshape(tf.cast(num_beams, tf.int32), [-1])
-        checks = [tf.debugging.assert_equal(tf.size(num_beams), 1, message=(
-            "num_beams: one value for the batch")),
+        checks = [tf.debugging.assert_equal(tf.reduce_all(num_beams == tf.reduce_max(
+            num_beams)), True, message="num_beams: one value for the batch (the same in "
+            "every instance)"),
             tf.debugging.assert_greater_equal(num_beams, 1, message="num_beams must be >= 1")]
         with tf.control_dependencies(checks):
-            num_beams = tf.identity(num_beams[0])
+            num_beams = tf.reduce_max(tf.concat([num_beams, [1]], 0))
         searching = num_beams > 1
         checks = [tf.debugging.assert_equal(searching & (tf.reduce_any(options["do_sample"])
                                                          | tf.reduce_any(stops != "")),
