@@ -69,8 +69,8 @@ def uniform(seed, step):
     """The uniform numbers in [0, 1) of rows' seeds at a step: u = bits / 2**32, exact in
     float64 (float32 where the backend has no float64).
 
-    >>> [round(float(u), 6) for u in uniform(np.array([0, 7], "uint32"), 0)]
-    [0.0, 0.965405]
+    >>> tuple(round(float(u), 6) for u in uniform(np.array([0, 7], "uint32"), 0))
+    (0.0, 0.965405)
     """
     dtype = "float64" if float64_ok() else "float32"
     return ops.cast(uniform_bits(seed, step), dtype) / float(MASK32)
@@ -81,8 +81,8 @@ def draw(logits, u):
 
     Entries of -inf have probability 0 and are never drawn.
 
-    >>> [int(t) for t in draw(np.log(np.array([[0.25, 0.5, 0.25]], "float32")), [0.3])]
-    [1]
+    >>> int(draw(np.log(np.array([[0.25, 0.5, 0.25]], "float32")), [0.3])[0])
+    1
     """
     dtype = "float64" if float64_ok() else "float32"
     logits = ops.cast(logits, dtype)
