@@ -183,6 +183,11 @@ def test_training_steps_equal_peft_s_lora_on_transformers(tmp_path):
     model.compile(optimizer=keras.optimizers.SGD(rate),
                   loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)})
     optimizer = torch.optim.SGD([p for p in reference.parameters() if p.requires_grad], lr=rate)
+    # Inference before the steps merges the kernels once (zoo.lora.LoraDense's cache) ...
+    probe, _ = _batch(50)
+    before = model.predict(probe, verbose=0)["logits"]
+    np.testing.assert_allclose(before, _torch_logits(reference.eval(), probe), atol=1e-5)
+    reference.train()
     ours, theirs = [], []
     for step in range(steps):
         x, y = _batch(100 + step)
@@ -199,6 +204,10 @@ def test_training_steps_equal_peft_s_lora_on_transformers(tmp_path):
     # 5e-7 and the merged weights within 2e-7; 1e-5 leaves room for other reduction orders.
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-5)
     assert ours[-1] < ours[0]  # it trains
+    # ... and the same compiled predict function merges again after them: PEFT's outputs.
+    after = model.predict(probe, verbose=0)["logits"]
+    assert np.abs(after - before).max() > 1e-3
+    np.testing.assert_allclose(after, _torch_logits(reference.eval(), probe), atol=1e-5)
     for layer in adapted:  # ... through both adapters: B left zero
         assert np.abs(keras.ops.convert_to_numpy(layer.lora_kernel_b)).max() > 1e-2, layer.path
     merged_hf = reference.merge_and_unload().state_dict()
@@ -236,6 +245,44 @@ def test_adapters_alone_load_into_peft_with_the_same_outputs(tmp_path):
     reference = peft.PeftModel.from_pretrained(base, str(tmp_path / "adapters")).eval()
     x, _ = _batch(7)
     np.testing.assert_allclose(_torch_logits(reference, x), _logits(model, x), atol=1e-5)
+
+
+def test_inference_follows_a_kernel_loaded_under_unchanged_adapters(tmp_path):
+    """The cached merged kernel (zoo.lora.LoraDense) is keyed on A and B; a new W under the
+    same A and B comes through `load_weights` and `restore_state`, which drop it."""
+    torch, transformers, peft = _reference()
+    model = _tiny_classifier()
+    zoo.convert.to_huggingface(model, str(tmp_path / "base"))
+    adapted = lora.apply(model, _train_config(f"train.lora_rank={RANK}",
+                                              f"train.lora_alpha={ALPHA}"))
+    rng = np.random.default_rng(2)
+    for variable in model.trainable_variables:  # as if trained
+        variable.assign(variable + rng.normal(0, 0.1, variable.shape))
+    from zoo.convert.hf_export import to_peft  # lazy: TensorFlow
+
+    to_peft(model, str(tmp_path / "adapters"))
+    model.save_weights(str(tmp_path / "trained.weights.h5"))  # W + alpha / r A B; A, B dropped
+    saved = lora.state(model)
+    base = transformers.BertForSequenceClassification.from_pretrained(str(tmp_path / "base"))
+    reference = peft.PeftModel.from_pretrained(base, str(tmp_path / "adapters")).eval()
+    x, _ = _batch(9)
+    expected = _torch_logits(reference, x)
+    np.testing.assert_allclose(model.predict(x, verbose=0)["logits"], expected, atol=1e-5)
+    # Another W under the same A and B (restore_state), inferred once: the outputs move.
+    lora.restore_state(model, {path: value + rng.normal(0, 0.3, value.shape) if "lora" not in
+                               path else value for path, value in saved.items()})
+    moved = model.predict(x, verbose=0)["logits"]
+    assert np.abs(moved - expected).max() > 1e-3  # a stale kernel: within 1e-6
+    lora.restore_state(model, saved)
+    np.testing.assert_allclose(model.predict(x, verbose=0)["logits"], expected, atol=1e-5)
+    # A and B at zero, inferred once; then load_weights writes the merged W and zeros again:
+    # the adapters are unchanged, the kernel is new, and the outputs are PEFT's again.
+    for layer in adapted:
+        layer.lora_kernel_a.assign(np.zeros(layer.lora_kernel_a.shape))
+        layer.lora_kernel_b.assign(np.zeros(layer.lora_kernel_b.shape))
+    assert np.abs(model.predict(x, verbose=0)["logits"] - expected).max() > 1e-3
+    model.load_weights(str(tmp_path / "trained.weights.h5"))
+    np.testing.assert_allclose(model.predict(x, verbose=0)["logits"], expected, atol=1e-5)
 
 
 def lora_steps(folder, steps=3):

@@ -1,10 +1,17 @@
-"""LoRA fine-tuning (Hu et al. 2021, arXiv:2106.09685) on Keras' own `Dense.enable_lora`.
+"""LoRA fine-tuning (Hu et al. 2021, arXiv:2106.09685) on the variables of Keras'
+`Dense.enable_lora`, computed as PEFT computes it.
 
 `train.lora_rank` (with `train.lora_alpha` and `train.lora_targets`) turns a fine-tuning run
 into a low-rank one: `apply(model, train)` (called by `zoo.training.fit` on every task's model,
 before `compile`) enables LoRA on the target Dense layers of every Transformer block of the
 backbone, W x + (alpha / r) B A x with A (in, r) he_uniform and B (r, out) zeros as Keras
-initialises them, and freezes the rest of the backbone. What trains:
+initialises them, and freezes the rest of the backbone. Each target becomes a `LoraDense`
+(the same layer and variables): a training call computes x W + b + (alpha / r) (x A) B
+beside the frozen kernel, as PEFT does, where Keras' own LoRA Dense merges W + (alpha / r) A B
+at every call and so forms the kernel's full gradient at every step; an inference call
+(`training=False`: evaluate, predict) multiplies by a merged kernel cached in variables and
+merged again only when A or B changed (`LoraDense`'s docstring says how that is kept sound).
+What trains:
 
 - the adapters A and B of the targets (the paper's section 4.2 and 7.1: query and value by
   default, keras-hub's `Backbone.enable_lora` and PEFT's BERT default as well);
@@ -29,6 +36,7 @@ model of a live one.
 
 import keras
 import numpy as np
+from keras import ops
 
 from zoo.config import ConfigError
 from zoo.layers.transformer import TransformerBlock
@@ -43,6 +51,109 @@ TARGETS = {
     "ffn_output": lambda block: block.ffn_output,
 }
 DEFAULT_TARGETS = ("query", "value")
+
+
+# === The adapted Dense ===
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class LoraDense(keras.layers.Dense):
+    """A `keras.layers.Dense` with LoRA enabled, computed as PEFT computes it: `apply` turns
+    each target Dense into one (its class only; the variables are `enable_lora`'s).
+
+    Written by hand because Keras' LoRA Dense merges per call: its `kernel` property is
+    W + (alpha / r) A B, rebuilt at every call and multiplied with x, so training forms the
+    full (in, out) gradient of that merged kernel at every step, to pass it on to A and B.
+    Here a training call computes x W + b + (alpha / r) (x A) B beside the frozen kernel,
+    PEFT's order: the gradients of A and B come through the thin (rows, r) product, and no
+    (in, out) gradient is formed. The variables, their names and what is saved stay Keras':
+    `_kernel` (frozen W), `lora_kernel_a`, `lora_kernel_b`, and `save_own_variables` writing
+    the merged kernel, so saved files, backups and `merged` are as with `enable_lora`.
+
+    Inference (`training=False`, as `evaluate` and `predict` call) multiplies by a cached
+    merged kernel, `lora_merged`, kept with copies of the A and B it was merged from
+    (`lora_merged_a`, `lora_merged_b`; non-trainable and never saved). Each inference call
+    compares A and B with the copies (r (in + out) values) and merges again only where one
+    differs, so the cache follows every change of the adapters, in any loop, also inside a
+    compiled predict function (it holds variables, not a tensor captured at tracing).
+    W is frozen; `load_own_variables` and `restore_state`, which write it, drop the cache
+    (`forget_merged`), and whoever assigns `_kernel` by hand must call that too. A call
+    with `training` None (a custom loop's `model(x)`) takes the training form.
+    """
+
+    def enable_merged_cache(self):
+        """Add the cache's variables (after `enable_lora`)."""
+        self._tracker.unlock()
+        try:
+            def cached(name, shape):
+                return self.add_weight(name=name, shape=shape, dtype=self.variable_dtype,
+                                       initializer="zeros", trainable=False,
+                                       aggregation="only_first_replica")
+
+            self.lora_merged = cached("lora_merged", self._kernel.shape)
+            self.lora_merged_a = cached("lora_merged_a", self.lora_kernel_a.shape)
+            self.lora_merged_b = cached("lora_merged_b", self.lora_kernel_b.shape)
+        finally:
+            self._tracker.lock()
+        self.forget_merged()
+
+    def forget_merged(self):
+        """Invalidate the cache: the next inference call merges again (NaN equals nothing)."""
+        if getattr(self, "lora_merged_a", None) is not None:
+            self.lora_merged_a.assign(ops.full(self.lora_merged_a.shape, float("nan")))
+
+    def _merge(self, a, b):  # W + (alpha / r) A B, in the variables' dtype
+        return ops.add(self._kernel, (self.lora_alpha / self.lora_rank) * ops.matmul(a, b))
+
+    def _merged_kernel(self):
+        """The cached merged kernel, merged again first where A or B changed."""
+        a = ops.convert_to_tensor(self.lora_kernel_a)
+        b = ops.convert_to_tensor(self.lora_kernel_b)
+        same = ops.logical_and(ops.all(ops.equal(a, self.lora_merged_a)),
+                               ops.all(ops.equal(b, self.lora_merged_b)))
+        if keras.backend.backend() == "jax":
+            # JAX's variables are values threaded through the function: one assigned inside
+            # lax.cond's branch would leak its tracer, so the branch returns the kernel and
+            # the assignments follow it (free: they rebind values).
+            kernel = ops.cond(same, lambda: ops.convert_to_tensor(self.lora_merged),
+                              lambda: self._merge(a, b))
+            self.lora_merged.assign(kernel)
+            self.lora_merged_a.assign(a)
+            self.lora_merged_b.assign(b)
+            return kernel
+
+        def merge_again():  # TensorFlow, PyTorch: written only on a miss
+            self.lora_merged.assign(self._merge(a, b))
+            self.lora_merged_a.assign(a)
+            self.lora_merged_b.assign(b)
+            return ops.convert_to_tensor(self.lora_merged)
+
+        return ops.cond(same, lambda: ops.convert_to_tensor(self.lora_merged), merge_again)
+
+    def call(self, inputs, training=None):
+        if not self.lora_enabled or self.quantization_mode is not None:
+            return super().call(inputs, training=training)
+        # The cache compares and merges in the variables' dtype: not under mixed precision,
+        # where the layer reads its variables cast (Keras' autocast) and a change of A
+        # below bfloat16's step would go unseen.
+        cached = (training is False and self.compute_dtype == self.variable_dtype
+                  and getattr(self, "lora_merged", None) is not None)
+        x = ops.matmul(inputs, self._merged_kernel() if cached else self._kernel)
+        if self.bias is not None:
+            x = ops.add(x, self.bias)
+        if not cached:  # + (alpha / r) (x A) B: (rows, r) then (rows, out), thin
+            a = ops.cast(self.lora_kernel_a, self.compute_dtype)
+            b = ops.cast(self.lora_kernel_b, self.compute_dtype)
+            update = ops.matmul(ops.matmul(inputs, a), b)
+            scale = self.lora_alpha / self.lora_rank
+            x = ops.add(x, update if scale == 1 else ops.multiply(update, scale))
+        if self.activation is not None:
+            x = self.activation(x)
+        return x
+
+    def load_own_variables(self, store):
+        super().load_own_variables(store)
+        self.forget_merged()
 
 
 def targets(train):
@@ -105,8 +216,16 @@ def apply(model, train):
             dense.enable_lora(train.lora_rank, lora_alpha=alpha(train))
             # enable_lora freezes the kernel; the bias stays as loaded (PEFT's bias="none").
             dense.lora_kernel_a.trainable = dense.lora_kernel_b.trainable = True
+            dense.__class__ = LoraDense  # the same layer, computed beside the kernel
+            dense.enable_merged_cache()
             adapted.append(dense)
     return adapted
+
+
+def _caches(model):
+    """The merged-kernel caches' variables (`LoraDense`): not parameters."""
+    return [v for layer in lora_layers(model) if getattr(layer, "lora_merged", None) is not None
+            for v in (layer.lora_merged, layer.lora_merged_a, layer.lora_merged_b)]
 
 
 def trainable_count(model):
@@ -116,8 +235,9 @@ def trainable_count(model):
 
 def describe(model, train):
     """One line on what trains: '3,203 of 11,782 parameters train (LoRA rank 4, ...)'."""
+    caches = {id(v) for v in _caches(model)}
     total = int(sum(np.prod(v.shape) for v in model.variables
-                    if "seed_generator_state" not in v.path))
+                    if "seed_generator_state" not in v.path and id(v) not in caches))
     return (f"{trainable_count(model):,} of {total:,} parameters train (LoRA rank "
             f"{train.lora_rank}, alpha {alpha(train):g} on {', '.join(targets(train))}; the "
             "task head and the LayerNorms)")
@@ -142,6 +262,8 @@ def restore_state(model, values):
     for layer in lora_layers(model):
         for variable in (layer._kernel, layer.lora_kernel_a, layer.lora_kernel_b):
             variable.assign(values[variable.path])
+        if isinstance(layer, LoraDense):
+            layer.forget_merged()  # its kernel changed
 
 
 # === Merging ===
@@ -160,7 +282,10 @@ def merged(model):
     clone = type(model).from_config(model.get_config())
     sources = model._flatten_layers(include_self=True)
     clones = clone._flatten_layers(include_self=True)
-    if [type(s) for s in sources] != [type(c) for c in clones]:
+    def kind(layer):  # an adapted layer is its Dense again in the rebuilt model
+        return keras.layers.Dense if isinstance(layer, LoraDense) else type(layer)
+
+    if [kind(s) for s in sources] != [kind(c) for c in clones]:
         raise ValueError(f"{model.name}: its rebuilt model has other layers; cannot merge")
     for source, target in zip(sources, clones):
         store = {}
