@@ -186,6 +186,7 @@ def test_training_steps_equal_peft_s_lora_on_transformers(tmp_path):
     # Inference before the steps merges the kernels once (zoo.lora.LoraDense's cache) ...
     probe, _ = _batch(50)
     before = model.predict(probe, verbose=0)["logits"]
+    lora.merged(model, reuse=True)  # a run's saves: built here, its weights written again below
     np.testing.assert_allclose(before, _torch_logits(reference.eval(), probe), atol=1e-5)
     reference.train()
     ours, theirs = [], []
@@ -211,7 +212,7 @@ def test_training_steps_equal_peft_s_lora_on_transformers(tmp_path):
     for layer in adapted:  # ... through both adapters: B left zero
         assert np.abs(keras.ops.convert_to_numpy(layer.lora_kernel_b)).max() > 1e-2, layer.path
     merged_hf = reference.merge_and_unload().state_dict()
-    plain = lora.merged(model)
+    plain = lora.merged(model, reuse=True)
     block = plain.backbone.blocks[0].attention
     for name, dense in (("query", block.query_dense), ("value", block.value_dense)):
         np.testing.assert_allclose(

@@ -34,6 +34,8 @@ resumed run goes on with the same A, B and optimizer moments. `merged(model)` gi
 model of a live one.
 """
 
+import weakref
+
 import keras
 import numpy as np
 from keras import ops
@@ -269,22 +271,35 @@ def restore_state(model, values):
 # === Merging ===
 
 
-def merged(model):
+# model -> the plain model `merged(model, reuse=True)` refreshes (a weak key: it goes with
+# the model; not an attribute, which Keras would track as a layer of the model).
+_PLAIN = weakref.WeakKeyDictionary()
+
+
+def merged(model, reuse=False):
     """The plain model of `model`, each LoRA layer's kernel merged (W + alpha / r A B), as
     PEFT's `merge_and_unload`; `model` itself when it has no LoRA layer.
 
     zoo's blocks create their Dense layers without LoRA, so the model rebuilt from its config
     has none; each layer's own variables go over through `save_own_variables`, which writes a
     LoRA Dense's merged kernel, exactly what a saved .keras file holds.
+
+    With `reuse=True` (a run's saves: best.keras, its adapters, final.keras) the plain model
+    is built once per `model` and its weights written again at each call, so use it before
+    the next call; rebuilding takes seconds at MiniLM's size, writing the weights a fraction.
     """
     if not lora_layers(model):
         return model
-    clone = type(model).from_config(model.get_config())
     sources = model._flatten_layers(include_self=True)
-    clones = clone._flatten_layers(include_self=True)
+
     def kind(layer):  # an adapted layer is its Dense again in the rebuilt model
         return keras.layers.Dense if isinstance(layer, LoraDense) else type(layer)
 
+    clone = _PLAIN.get(model) if reuse else None
+    if clone is None or [kind(s) for s in sources] != [
+            type(c) for c in clone._flatten_layers(include_self=True)]:
+        clone = type(model).from_config(model.get_config())
+    clones = clone._flatten_layers(include_self=True)
     if [kind(s) for s in sources] != [kind(c) for c in clones]:
         raise ValueError(f"{model.name}: its rebuilt model has other layers; cannot merge")
     for source, target in zip(sources, clones):
@@ -292,4 +307,6 @@ def merged(model):
         source.save_own_variables(store)
         if store:
             target.load_own_variables(store)
+    if reuse:
+        _PLAIN[model] = clone
     return clone

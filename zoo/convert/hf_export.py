@@ -269,7 +269,7 @@ def to_peft(model, path, base_model_name_or_path=None):
         raise ConversionError(f"{model.name}: PEFT adapters are written for BERT's heads "
                               f"({', '.join(c.__name__ for c in _PEFT_TASK_TYPES)}), not a "
                               f"{type(model).__name__}; its merged model is what --to hf writes")
-    plain = lora.merged(model)
+    plain = lora.merged(model, reuse=True)
     _, ports = _writer(plain)(plain)
     pairs = dict(zip(map(id, model._flatten_layers()), plain._flatten_layers()))
     port_of = {id(v): port for port in ports for v in port.variables}

@@ -63,7 +63,7 @@ def save_model(model, path):
     its optimizer state, whose variables a plain model does not have: the file is what
     exports read; a resume reads the backup, which keeps the adapters and the optimizer.
     """
-    model = lora.merged(model)
+    model = lora.merged(model, reuse=True)  # a run saves it again and again: built once
     directory = os.path.dirname(files.absolute(path))
     # keras.saving wants the `.keras` suffix, so not files.atomic_path's `.tmp` name.
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex[:12]}.keras")
