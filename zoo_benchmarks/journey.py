@@ -2,7 +2,8 @@
 `Trainer` on the same checkpoint, data, recipe and machine (issue #53).
 
     zoo benchmark journey --checkpoint FOLDER --train-file train.csv --dev-file dev.csv \\
-        [--sequence-length 64] [--batch-size 32] [--learning-rate 1e-4] [--epochs 1]
+        [--sequence-length 64] [--batch-size 32] [--learning-rate 1e-4] [--epochs 1] \\
+        [--lora-rank 8]
 
 Each contender is a fresh process, timed from its start to its exit (and to its metrics file):
 - zoo: `zoo train --experiment bert/text_classification` with only the recipe set (the
@@ -12,6 +13,15 @@ Each contender is a fresh process, timed from its start to its exit (and to its 
   zoo's defaults for what the command leaves to them: warmup fraction, weight decay,
   gradient clipping, Adam epsilon, seed).
 The contenders alternate, --repeats runs each; the run of median wall-clock is reported.
+
+With --lora-rank R the journey is LoRA's (issue #63), three contenders on the same recipe:
+- zoo LoRA: the same `zoo train` with `train.lora_rank=R` (alpha R, query and value; the
+  head and the LayerNorms train);
+- PEFT: the same Trainer with the model wrapped by `peft.get_peft_model` (`LoraConfig` r =
+  alpha = R on query and value, the classifier and the LayerNorms in `modules_to_save`, as
+  tests/test_lora.py's reference);
+- zoo full: `zoo train` without LoRA, every weight training.
+The targets: zoo LoRA at least as fast as PEFT, and faster than zoo's full fine-tuning.
 
 Steps/s is the optimizer steps over the training part: from the moment training begins (zoo:
 its TensorBoard writer's creation, just before `model.fit`; Trainer: `on_train_begin`) to the
@@ -119,7 +129,8 @@ def _settings(args):
             "learning_rate": getattr(args, "learning_rate", None) or 1e-4,
             "epochs": getattr(args, "epochs", None) or 1.0,
             "repeats": args.repeats if args.target == "journey" else 1,
-            "tiny": getattr(args, "tiny", False)}
+            "tiny": getattr(args, "tiny", False),
+            "lora_rank": getattr(args, "lora_rank", None)}
 
 
 def zoo_overrides(s, labels):
@@ -170,12 +181,12 @@ def _rates(begin, steps):
     return rate, steady
 
 
-def run_zoo(s, labels, folder, tag):
-    """One `zoo train` run: a dict of its figures."""
+def run_zoo(s, labels, folder, tag, extra=()):
+    """One `zoo train` run (`extra`: more `--set` overrides): a dict of its figures."""
     run_dir = os.path.join(folder, f"zoo_run_{tag}")
     command = [sys.executable, "-m", "zoo_cli.main", "train", "--experiment", EXPERIMENT,
                "--run-dir", run_dir]
-    for override in zoo_overrides(s, labels):
+    for override in [*zoo_overrides(s, labels), *extra]:
         command += ["--set", override]
     started, wall = _timed(command, os.path.join(folder, f"zoo_{tag}.log"), folder)
     metrics_path = os.path.join(run_dir, "metrics.json")
@@ -249,17 +260,25 @@ def section_journey(args, progress=print):
                   "--weight-decay", str(train.weight_decay),
                   "--clip-norm", str(train.clip_norm), "--adam-epsilon", str(train.adam_epsilon),
                   "--seed", str(train.seed)]
-        results = {"zoo": [], "transformers": []}
+        rank = s["lora_rank"]
+        if rank:  # name -> a run of it, tagged
+            contenders = {
+                "zoo LoRA": lambda tag: run_zoo(s, labels, folder, f"lora_{tag}",
+                                                [f"train.lora_rank={rank}"]),
+                "PEFT": lambda tag: run_trainer(s, labels, [*recipe, "--lora-rank", str(rank)],
+                                                folder, f"peft_{tag}"),
+                "zoo full": lambda tag: run_zoo(s, labels, folder, f"full_{tag}")}
+        else:
+            contenders = {"zoo": lambda tag: run_zoo(s, labels, folder, tag),
+                          "transformers": lambda tag: run_trainer(s, labels, recipe, folder, tag)}
+        results = {name: [] for name in contenders}
+        names = list(contenders)
         for i in range(s["repeats"]):
             # Alternating, the first contender changing each round: a drift in the machine's
-            # load falls on both alike.
-            order = ("zoo", "transformers") if i % 2 == 0 else ("transformers", "zoo")
-            for name in order:
+            # load falls on all alike.
+            for name in names[i % len(names):] + names[:i % len(names)]:
                 progress(f"  {name} {i + 1}/{s['repeats']}")
-                if name == "zoo":
-                    results[name].append(run_zoo(s, labels, folder, i))
-                else:
-                    results[name].append(run_trainer(s, labels, recipe, folder, i))
+                results[name].append(contenders[name](i))
 
     chosen = {}
     for name, runs in results.items():
@@ -272,15 +291,27 @@ def section_journey(args, progress=print):
             ("dev-file", getattr(args, "dev_file", None))) if value) + (
         f" --sequence-length {s['sequence_length']} --batch-size {s['batch_size']} "
         f"--learning-rate {s['learning_rate']:g} --epochs {s['epochs']:g} "
-        f"--repeats {s['repeats']}") + " --tiny" * s["tiny"]
+        f"--repeats {s['repeats']}") + " --tiny" * s["tiny"] + (
+        f" --lora-rank {s['lora_rank']}" if s["lora_rank"] else "")
     if train.eval_every is not None:
         evaluations = f"every {train.eval_every} steps (train.eval_every)"
     elif s["epochs"] <= 1:
         evaluations = "once, at the end (train.eval_every's default: every epoch)"
     else:
         evaluations = "after every epoch (train.eval_every's default; Trainer: at the end)"
+    if s["lora_rank"]:
+        title = (f"## Journey with LoRA (rank {s['lora_rank']}): `zoo train` vs PEFT on "
+                 "transformers' Trainer, command to metrics")
+        peers = (f" zoo LoRA: the same command with `train.lora_rank={s['lora_rank']}` (alpha "
+                 f"{s['lora_rank']}, query and value; the head and the LayerNorms train). PEFT: "
+                 "the Trainer below with the model wrapped by `peft.get_peft_model` (LoraConfig "
+                 f"r = alpha = {s['lora_rank']} on query and value, classifier and LayerNorm in "
+                 "modules_to_save). zoo full: the command without LoRA, every weight training.")
+    else:
+        title = "## Journey: `zoo train` vs transformers' Trainer, command to metrics"
+        peers = ""
     lines = [
-        "## Journey: `zoo train` vs transformers' Trainer, command to metrics", "",
+        title, "",
         f"Command: `{command}`. Checkpoint: {what}. Data: {data}; labels {', '.join(labels)}. "
         f"Recipe: {s['epochs']:g} epoch(s), batch {s['batch_size']}, learning rate "
         f"{s['learning_rate']:g} with linear warmup over {train.warmup_fraction:g} of the "
@@ -293,7 +324,8 @@ def section_journey(args, progress=print):
         f"{evaluations}; it also writes best.keras, a backup and final.keras. transformers: "
         "`Trainer` (AutoModelForSequenceClassification, the folder's fast tokenizer, "
         "DataCollatorWithPadding: each batch padded to its longest), save_strategy \"no\", "
-        "evaluation once at the end, on the CPU. Each run is a fresh process; the contenders "
+        f"evaluation once at the end, on the CPU.{peers} Each run is a fresh process; the "
+        "contenders "
         f"alternate, {s['repeats']} run(s) each, the run of median wall-clock is shown. Wall: "
         "the process's start to its exit; metrics: to its metrics file's writing; start-up: "
         "to the training's start; training: its start to the last step's end; steps/s over "
@@ -308,6 +340,14 @@ def section_journey(args, progress=print):
         lines.append(f"| {name} | {r['wall']:.1f} | {r['metrics_at']:.1f} | {r['startup']:.1f} "
                      f"| {r['training']:.1f} | {r['steps']} | {_cell(r['rate'], '.2f')} "
                      f"| {_cell(r['steady'], '.2f')} | {r['accuracy']:.3f} |")
-    ratio = chosen["transformers"]["wall"] / chosen["zoo"]["wall"]
-    summary = [("zoo train wall-clock vs transformers' Trainer", target_cell(ratio, 1.0))]
+    if s["lora_rank"]:
+        lora = chosen["zoo LoRA"]["wall"]
+        summary = [
+            (f"zoo train LoRA rank {s['lora_rank']} wall-clock vs PEFT on transformers' Trainer",
+             target_cell(chosen["PEFT"]["wall"] / lora, 1.0)),
+            (f"zoo train LoRA rank {s['lora_rank']} wall-clock vs zoo full fine-tuning",
+             target_cell(chosen["zoo full"]["wall"] / lora, 1.0))]
+    else:
+        ratio = chosen["transformers"]["wall"] / chosen["zoo"]["wall"]
+        summary = [("zoo train wall-clock vs transformers' Trainer", target_cell(ratio, 1.0))]
     return lines + [""], summary

@@ -3,7 +3,12 @@ CSV with transformers' `Trainer`, as its documentation's text-classification exa
 then evaluate on the dev file once and write the metrics.
 
     python -m zoo_benchmarks.journey_trainer --checkpoint FOLDER --train-file train.csv \\
-        --dev-file dev.csv --labels neg pos --out metrics.json [--batch-size 32 ...]
+        --dev-file dev.csv --labels neg pos --out metrics.json [--batch-size 32 ...] \\
+        [--lora-rank 8]
+
+With `--lora-rank R` the model is wrapped with PEFT (`get_peft_model`, `LoraConfig` r = alpha = R
+on query and value, no dropout, the classifier and the LayerNorms in `modules_to_save`): what
+zoo's `train.lora_rank=R` trains, as tests/test_lora.py's reference.
 
 `AutoModelForSequenceClassification` and the folder's fast tokenizer, `DataCollatorWithPadding`
 (each batch padded to its longest text, transformers' default), `TrainingArguments` with the
@@ -45,6 +50,9 @@ def parser():
     parser.add_argument("--clip-norm", type=float, default=1.0)
     parser.add_argument("--adam-epsilon", type=float, default=1e-6)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lora-rank", type=int, default=None,
+                        help="wrap the model with PEFT's LoRA of this rank (alpha the rank, "
+                             "query and value; the classifier and LayerNorms train)")
     return parser
 
 
@@ -82,6 +90,12 @@ def main(argv=None):
     model = AutoModelForSequenceClassification.from_pretrained(
         args.checkpoint, num_labels=len(args.labels),
         id2label=dict(enumerate(args.labels)), label2id={n: i for i, n in enumerate(args.labels)})
+    if args.lora_rank:  # PEFT as tests/test_lora.py's reference: what zoo's train.lora_rank trains
+        import peft
+
+        model = peft.get_peft_model(model, peft.LoraConfig(
+            r=args.lora_rank, lora_alpha=args.lora_rank, target_modules=["query", "value"],
+            lora_dropout=0.0, modules_to_save=["classifier", "LayerNorm"], task_type="SEQ_CLS"))
 
     def dataset(path):
         texts, targets = read_rows(path, args.labels)

@@ -21,7 +21,8 @@
   zoo benchmark journey     `zoo train` from the command to its metrics vs transformers' Trainer
                             (fresh processes, the same checkpoint, data and recipe): wall-clock,
                             steps/s and dev accuracy; --checkpoint, --train-file, --dev-file for
-                            your own (default: a random BERT and labeled lines it builds)
+                            your own (default: a random BERT and labeled lines it builds);
+                            --lora-rank 8: zoo's LoRA vs PEFT's, and zoo's full fine-tuning
   zoo benchmark all         all of the above; writes docs/benchmarks.md (--out) with the machine,
                             the versions, every command, and each ratio against its target
 
@@ -170,6 +171,9 @@ def register(subparsers):
     journey.add_argument("--sequence-length", type=int, default=64)
     journey.add_argument("--learning-rate", type=float, default=1e-4)
     journey.add_argument("--epochs", type=float, default=1.0)
+    journey.add_argument("--lora-rank", type=int, default=None, metavar="R",
+                         help="LoRA's journey: zoo train with train.lora_rank=R vs PEFT's "
+                              "LoRA on the Trainer, and zoo's full fine-tuning")
     journey.add_argument("--tiny", action="store_true",
                          help="a 2-layer model and 352 lines: checks the benchmark itself")
     parsers["all"].add_argument("--only", nargs="+", default=None, metavar="TARGET",
