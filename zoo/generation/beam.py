@@ -113,8 +113,9 @@ def step(state, options, num_beams, kept):
                                   rows_of + ops.arange(n, dtype="int32")[None, :]), (-1,))
     last = ops.reshape(ops.where(searching[:, None], token, 0), (-1,))
     live = ops.repeat(searching, n, axis=0)
-    state["tokens"] = engine._write(ops.take(tokens, order, axis=0), width + t, last, live)
-    state["new"] = engine._write(ops.take(state["new"], order, axis=0), t, last, live)
+    state["tokens"] = engine.write_column(ops.take(tokens, order, axis=0), width + t, last,
+                                          live)
+    state["new"] = engine.write_column(ops.take(state["new"], order, axis=0), t, last, live)
     state["cache"] = tuple(ops.take(part, order, axis=0) for part in state["cache"])
     state.update(last=last, done=ops.repeat(~state["searching"], n, axis=0), step=t + 1)
     return state

@@ -42,7 +42,7 @@ def prefill(lm, tokens, positions, key_mask, lengths, budget):
             "lengths": lengths, "budget": budget}
 
 
-def _write(buffer, slot, value, where):
+def write_column(buffer, slot, value, where):
     """`buffer` (rows, slots) with `value` (rows,) in column `slot` of the rows `where`."""
     column = ops.arange(ops.shape(buffer)[1], dtype="int32")[None, :] == slot
     return ops.where(column & where[:, None], ops.cast(value, buffer.dtype)[:, None], buffer)
@@ -69,8 +69,8 @@ def pick(state, options, choose=None, stopped=None):
         token = choose(state["logits"], t)
     live = ~state["done"]
     token = ops.where(live, ops.cast(token, "int32"), 0)
-    state["tokens"] = _write(state["tokens"], width + t, token, live)
-    state["new"] = _write(state["new"], t, token, live)
+    state["tokens"] = write_column(state["tokens"], width + t, token, live)
+    state["new"] = write_column(state["new"], t, token, live)
     count = state["count"] + ops.cast(live, "int32")
     done = state["done"] | (count >= state["budget"])
     done = done | (live & is_stop(token, ops.convert_to_tensor(options["stop_token_ids"])))
