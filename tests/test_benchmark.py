@@ -149,6 +149,15 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
         right = float(accuracy) * 64  # dev lines right, from an accuracy to 3 decimals
         assert 0 <= float(accuracy) <= 1 and abs(right - round(right)) < 0.04, journey[name]
 
+    # Sentence embeddings (#63): zoo's encode and sentence-transformers' on the same folder,
+    # each a fresh process; the vectors agree.
+    embeddings = {row[0]: row for row in _table(text, "## Sentence embeddings")}
+    assert set(embeddings) == {"zoo encode (TensorFlow)",
+                               "sentence-transformers encode (torch)"}, embeddings
+    assert all(float(row[2]) > 0 for row in embeddings.values()), embeddings
+    difference = float(re.search(r"differ by at most ([\d.e+-]+)\.", text).group(1))
+    assert difference < 1e-5, difference
+
     targets = _table(text, "## Targets")
     compared = [row[0] for row in targets]
     for expected in ("bert forward vs keras-hub tensorflow, batch 2",
@@ -167,7 +176,8 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
                      "(tensorflow; #52)",
                      "generate tokens/s, batch 2: export serving_generate (cache) vs "
                      "serving_default before #52 (no cache; #52)",
-                     "zoo train wall-clock vs transformers' Trainer"):
+                     "zoo train wall-clock vs transformers' Trainer",
+                     "sentence embeddings texts/s, zoo encode vs sentence-transformers"):
         assert expected in compared, compared
     assert all(re.match(r"[\d.]+ \((met|missed|no target)", row[1]) for row in targets)
 

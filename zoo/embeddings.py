@@ -174,14 +174,18 @@ class SentenceEncoder:
                 lambda text: pack_texts(self.tokenizer, text, self.max_seq_length,
                                         self.lowercase, PAD_TO_MULTIPLE_OF),
                 input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
-        batches = []
+        # Longest texts first, as sentence-transformers batches them: each batch holds texts of
+        # about one length, so little of it is padding (the vectors come back in the order
+        # given). Characters stand for tokens here, as there.
+        order = np.argsort([-len(text) for text in texts], kind="stable")
+        vectors = np.zeros((len(texts), dim), "float32")
         for start in _bar(range(0, len(texts), batch_size), progress, len(texts), batch_size):
-            x = self._pack(tf.constant(texts[start:start + batch_size], tf.string))
+            rows = order[start:start + batch_size]
+            x = self._pack(tf.constant([texts[i] for i in rows], tf.string))
             # predict_on_batch: the model's compiled predict step (a trace per padded length,
             # lengths rounded up to PAD_TO_MULTIPLE_OF), no gradients on torch.
             out = self.model.predict_on_batch({k: v.numpy() for k, v in x.items()})
-            batches.append(np.asarray(out["embedding"], "float32"))
-        vectors = np.concatenate(batches) if batches else np.zeros((0, dim), "float32")
+            vectors[rows] = np.asarray(out["embedding"], "float32")
         if normalize and not self.model.normalize:
             vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True),
                                            1e-12)

@@ -17,6 +17,7 @@ from zoo.files import write_text
 from zoo_benchmarks.bucketing import section_bucketing
 from zoo_benchmarks.common import BACKENDS, FAMILIES
 from zoo_benchmarks.data import section_data
+from zoo_benchmarks.embeddings import section_embeddings
 from zoo_benchmarks.finetune import section_finetune
 from zoo_benchmarks.generate import section_generate
 from zoo_benchmarks.journey import section_journey
@@ -71,7 +72,7 @@ def run(args):
                 "pretrain": section_pretrain, "bucketing": section_bucketing,
                 "serving": section_serving, "tokenizers": section_tokenizers,
                 "data": section_data, "generate": section_generate,
-                "journey": section_journey}
+                "journey": section_journey, "embeddings": section_embeddings}
     only = getattr(args, "only", None)
     chosen = (only or list(sections)) if args.target == "all" else [args.target]
     started = datetime.datetime.now()
@@ -139,4 +140,5 @@ def run(args):
 _DEFAULTS = {"families": list(FAMILIES), "batches": [8, 1], "backends": list(BACKENDS),
              "repeats": 5, "sequence_length": 128, "batch_size": None, "bf16": True,
              "tiny": False, "corpus_mb": None, "workers": None, "only": None,
-             "checkpoint": None, "train_file": None, "dev_file": None}
+             "checkpoint": None, "train_file": None, "dev_file": None,
+             "embeddings_checkpoint": None, "embeddings_texts_file": None}

@@ -13,7 +13,7 @@ import zoo_tasks
 from zoo import config as config_lib
 from zoo import export, tokenizers
 from zoo.convert import to_huggingface
-from zoo.export import int8
+from zoo.export import constant, int8
 from zoo_benchmarks import concurrency
 from zoo_benchmarks.common import corpus_lines, preset_for, target_cell
 from zoo_benchmarks.workers import alternate
@@ -129,12 +129,14 @@ def prepare(args, tmp, progress=print):
     # `zoo benchmark all --no-bf16` leaves out the bfloat16 export, as it does elsewhere.
     policies = ["float32"] + (["mixed_bfloat16"] if getattr(args, "bf16", True) else [])
     for policy in policies:
-        # As `zoo export` serves mixed_bfloat16: dense and embedding weights in bfloat16.
+        # As `zoo export` serves mixed_bfloat16: dense and embedding weights in bfloat16; and
+        # float32: the Dense weights as graph constants (zoo.export.constant).
         model = keras_model if policy == "float32" else export.with_bfloat16_weights(
             keras_model)
-        archive, _ = export.build_archive(task, model, None)
-        exports[policy] = os.path.join(tmp, policy)
-        archive.write_out(exports[policy], verbose=False)
+        with constant.dense_constants(model, progress):
+            archive, _ = export.build_archive(task, model, None)
+            exports[policy] = os.path.join(tmp, policy)
+            archive.write_out(exports[policy], verbose=False)
     with int8.serving_form(keras_model):  # as `zoo export --quantize int8` writes it
         archive, _ = export.build_archive(task, keras_model, None)
         exports["int8"] = os.path.join(tmp, "int8")

@@ -23,6 +23,9 @@
                             steps/s and dev accuracy; --checkpoint, --train-file, --dev-file for
                             your own (default: a random BERT and labeled lines it builds);
                             --lora-rank 8: zoo's LoRA vs PEFT's, and zoo's full fine-tuning
+  zoo benchmark embeddings  sentence embeddings texts/s: zoo's `encode` vs sentence-transformers'
+                            on the same folder and texts (each in its own process, alternated);
+                            --checkpoint FOLDER, --texts-file FILE for real ones
   zoo benchmark all         all of the above; writes docs/benchmarks.md (--out) with the machine,
                             the versions, every command, and each ratio against its target
 
@@ -74,6 +77,7 @@ def register(subparsers):
             ("data", "`zoo data pretrain` tokens/s and memory, 1 vs 2 Beam workers"),
             ("generate", "greedy generation tokens/s: zoo's cache vs transformers, keras-hub"),
             ("journey", "zoo train, command to metrics, vs transformers' Trainer"),
+            ("embeddings", "sentence embeddings: zoo's encode vs sentence-transformers'"),
             ("all", "every benchmark above; writes docs/benchmarks.md")):
         parsers[name] = targets.add_parser(name, help=help_text)
         parsers[name].set_defaults(func=run, target=name)
@@ -99,7 +103,7 @@ def register(subparsers):
         if name not in ("models", "generate"):
             parser.add_argument("--batch-size", type=int, default=None,
                                 help="default: 8 (finetune, pretrain, serving), 32 (bucketing, "
-                                     "journey), 256 (tokenizers)")
+                                     "journey, embeddings), 256 (tokenizers)")
     for name in ("models", "finetune", "pretrain", "bucketing", "serving", "all"):
         parsers[name].add_argument("--sequence-length", type=int, default=128)
     parsers["bucketing"].add_argument("--preset", default="bert_base")
@@ -176,6 +180,20 @@ def register(subparsers):
                               "LoRA on the Trainer, and zoo's full fine-tuning")
     journey.add_argument("--tiny", action="store_true",
                          help="a 2-layer model and 352 lines: checks the benchmark itself")
+    # embeddings' own flags; under `all`, their defaults (zoo_benchmarks.embeddings).
+    embeddings = parsers["embeddings"]
+    embeddings.add_argument("--checkpoint", dest="embeddings_checkpoint", metavar="FOLDER",
+                            help="a sentence-transformers folder (default: a random one of "
+                                 "all-MiniLM-L6-v2's size, built)")
+    embeddings.add_argument("--texts-file", dest="embeddings_texts_file", metavar="FILE",
+                            help="one text a line, 2,000 at most (default: the pydoc "
+                                 "corpus' lines, of mixed lengths)")
+    parsers["all"].add_argument("--embeddings-checkpoint", dest="embeddings_checkpoint",
+                                metavar="FOLDER", help="embeddings: as its --checkpoint")
+    parsers["all"].add_argument("--embeddings-texts-file", dest="embeddings_texts_file",
+                                metavar="FILE", help="embeddings: as its --texts-file")
+    embeddings.add_argument("--tiny", action="store_true",
+                            help="a 2-layer model and 128 lines: checks the benchmark itself")
     parsers["all"].add_argument("--only", nargs="+", default=None, metavar="TARGET",
                                 choices=[name for name in parsers if name != "all"],
                                 help="run only these benchmarks and merge their sections into "

@@ -17,7 +17,8 @@ The version is written to a temporary directory beside the versions (`.tmp-<vers
 a name TF Serving ignores: it loads only numeric directories) and renamed at the end, so an
 interrupted export never leaves a half-written version; leftovers of dead exports are removed
 by the next one. `quantize="int8"` serves the Dense layers in int8: `zoo.export.int8`, beside
-this module.
+this module; otherwise the float32 Dense layers are written with their weights as graph
+constants, which oneDNN reorders once instead of at every request: `zoo.export.constant`.
 """
 
 import contextlib
@@ -32,7 +33,7 @@ import tensorflow as tf
 
 from zoo import files, hardware, lora
 from zoo.config import PRECISIONS
-from zoo.export import dtype, int8
+from zoo.export import constant, dtype, int8
 from zoo.layers import PatchEmbedding, PositionEmbedding
 from zoo.storage import storage_operation
 
@@ -309,7 +310,9 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
     v2.0's null threshold); it and `checkpoint` are recorded in `zoo_export.json`.
     `quantize="int8"` serves every Dense layer in int8 (`zoo.export.int8`: int8 weights,
     activations quantized per call, one fused oneDNN kernel a layer; computed under float32
-    otherwise), and only the int8 kernels are saved. `zoo_tasks.runs.export_run`
+    otherwise), and only the int8 kernels are saved. Without it, the float32 Dense layers'
+    weights are graph constants in saved_model.pb, not variables (`zoo.export.constant`: the
+    same answers, oneDNN's weight reorder done once). `zoo_tasks.runs.export_run`
     (`zoo export`) calls this with a run's task and model. A model with LoRA layers
     (`train.lora_rank`) is exported merged (`zoo.lora.merged`): no LoRA variables, the same
     signatures; a run's own .keras files are merged already. `source`: where a model loaded
@@ -363,6 +366,11 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
                          f"layers to int8 ({len(weights.heads)} attentions' query, key and "
                          f"value as one product each; {weights.norms} LayerNorms in oneDNN's "
                          f"kernel)")
+            else:  # float32 Dense layers: their weights as graph constants (zoo.export.constant)
+                count = stack.enter_context(constant.dense_constants(model, progress))
+                if count:
+                    progress(f"writing {count} float32 dense layers' weights into the graph "
+                             "(reordered once by oneDNN, not at every request)")
             progress(f"tracing the {task.name} signatures")
             archive, described = build_archive(task, model, run_dir)
             progress(f"writing {target}")
