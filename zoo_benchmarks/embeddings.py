@@ -24,8 +24,11 @@ import os
 import statistics
 import tempfile
 
+import numpy as np
+
 from zoo_benchmarks import concurrency
 from zoo_benchmarks.common import corpus_lines, target_cell
+from zoo_benchmarks.journey import build_checkpoint
 from zoo_benchmarks.workers import alternate
 
 # A contender's script: load the folder, answer one warm-up pass with its vectors (as a .npy
@@ -68,8 +71,6 @@ def build_folder(folder, tiny):
     # lazy: sentence-transformers is of the test extras, and report.py imports every section
     from sentence_transformers import SentenceTransformer, models
 
-    from zoo_benchmarks.journey import build_checkpoint
-
     checkpoint, _ = build_checkpoint(folder, tiny)
     transformer = models.Transformer(checkpoint, max_seq_length=128 if tiny else 256)
     pooling = models.Pooling(transformer.get_word_embedding_dimension(), "mean")
@@ -91,8 +92,6 @@ def read_texts(path, tiny):
 
 def section_embeddings(args, progress=print):
     """(markdown lines, summary rows) of the embedding comparison."""
-    import numpy as np
-
     tiny = getattr(args, "tiny", False)
     batch_size = args.batch_size or 32
     repeats = 2 if tiny else args.repeats
