@@ -116,6 +116,13 @@ def test_gpt_completions_equal_the_python_loop(gpt):
         "serving_sample": ({"prompt", "max_new_tokens", "top_k", "seed"}, {"completion"}),
         "serving_generate": ({"prompt", "max_new_tokens", "do_sample", "temperature", "top_k",
                               "top_p", "seed", "stop"}, {"completion", "new_tokens"}),
+        # #63: every option of Python's generate per request (tests/test_generation_export.py
+        # holds its answers to transformers' generate).
+        "serving_generate_full": ({"prompt", "max_new_tokens", "do_sample", "temperature",
+                                   "top_k", "top_p", "seed", "stop", "num_beams",
+                                   "length_penalty", "repetition_penalty",
+                                   "no_repeat_ngram_size", "min_new_tokens", "stop_token_ids"},
+                                  {"completion", "new_tokens"}),
         "serving_ids": ({"token_ids", "padding_mask"}, {"logits"})}
     assert_every_input_batches(path, "causal_lm")  # but the options, of unknown rank
 
