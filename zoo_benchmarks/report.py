@@ -141,4 +141,4 @@ _DEFAULTS = {"families": list(FAMILIES), "batches": [8, 1], "backends": list(BAC
              "repeats": 5, "sequence_length": 128, "batch_size": None, "bf16": True,
              "tiny": False, "corpus_mb": None, "workers": None, "only": None,
              "checkpoint": None, "train_file": None, "dev_file": None,
-             "embeddings_checkpoint": None, "embeddings_texts_file": None}
+             "embeddings_checkpoint": None, "embeddings_texts_file": None, "lora_rank": None}

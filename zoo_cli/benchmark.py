@@ -175,9 +175,11 @@ def register(subparsers):
     journey.add_argument("--sequence-length", type=int, default=64)
     journey.add_argument("--learning-rate", type=float, default=1e-4)
     journey.add_argument("--epochs", type=float, default=1.0)
-    journey.add_argument("--lora-rank", type=int, default=None, metavar="R",
-                         help="LoRA's journey: zoo train with train.lora_rank=R vs PEFT's "
-                              "LoRA on the Trainer, and zoo's full fine-tuning")
+    for name in ("journey", "all"):
+        parsers[name].add_argument(
+            "--lora-rank", type=int, default=None, metavar="R",
+            help="journey: LoRA's, zoo train with train.lora_rank=R vs PEFT's LoRA on the "
+                 "Trainer, and zoo's full fine-tuning")
     journey.add_argument("--tiny", action="store_true",
                          help="a 2-layer model and 352 lines: checks the benchmark itself")
     # embeddings' own flags; under `all`, their defaults (zoo_benchmarks.embeddings).
