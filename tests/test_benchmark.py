@@ -170,6 +170,7 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
                      "serving texts/s, zoo int8 export vs ONNX Runtime int8",
                      "serving texts/s, zoo float32 export vs ONNX Runtime float32",
                      "serving texts/s at 2 threads, zoo float32 vs ONNX Runtime float32",
+                     "serving p50 latency at 1 thread, ONNX Runtime float32 / zoo float32",
                      "generate tokens/s, batch 2: zoo with the cache (fastest) vs "
                      "transformers' GPT-2 with its cache (#52)",
                      "generate tokens/s, batch 2: zoo with the cache vs keras-hub GPT2CausalLM "
