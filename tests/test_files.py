@@ -60,6 +60,10 @@ ALLOWED = {
                                         "/proc/<pid>/stat for the resident memory",
     ("zoo_benchmarks/data.py", "os.listdir"): "/proc: the processes of a timed run",
     ("zoo_benchmarks/serving.py", "open"): "corpus and texts written to its TemporaryDirectory",
+    ("zoo_benchmarks/embeddings.py", "open"): "the texts as JSON in its TemporaryDirectory, "
+                                              "for the contenders' processes",
+    ("zoo_benchmarks/plot.py", "os.path.abspath"): "the clone's own docs/ folder, the default "
+                                                   "of --table and --out",
     ("zoo_benchmarks/tokenizers.py", "open"): "the training corpus in its TemporaryDirectory",
     ("zoo_benchmarks/weights.py", "os.makedirs"): "per-family folders in the scratch directory",
     ("zoo_benchmarks/weights.py", "open"): "zoo_config.json into the scratch directory",

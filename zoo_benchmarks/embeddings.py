@@ -26,6 +26,7 @@ import tempfile
 
 import numpy as np
 
+from zoo import files
 from zoo_benchmarks import concurrency
 from zoo_benchmarks.common import corpus_lines, target_cell
 from zoo_benchmarks.journey import build_checkpoint
@@ -84,7 +85,7 @@ def read_texts(path, tiny):
     """The lines of --texts-file (blank ones left out), or the pydoc corpus' lines (512, 128 with
     --tiny, 2,000 at most from a file)."""
     if path:
-        with open(path, encoding="utf-8") as file:
+        with files.open(path, encoding="utf-8") as file:
             lines = [line.rstrip("\r\n") for line in file if line.strip()]
         return lines[:2000]
     return [line for line in corpus_lines(None) if line.strip()][:128 if tiny else 512]

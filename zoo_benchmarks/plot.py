@@ -17,6 +17,7 @@ file's metadata), so the SVG changes in a commit only when the figures do.
 
 import argparse
 import dataclasses
+import io
 import math
 import os
 import re
@@ -26,6 +27,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, NullLocator
+
+from zoo import files
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLUMNS = ("comparison", "peer", "zoo / peer", "target", "measured")
@@ -157,8 +160,9 @@ def draw(rows, path):
                              Line2D([], [], color="black", linewidth=1, label="parity (1.0)")],
                     loc="lower right", fontsize=8)
         figure.tight_layout()
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        figure.savefig(path, format="svg", metadata={"Date": None})
+        svg = io.StringIO()
+        figure.savefig(svg, format="svg", metadata={"Date": None})
+    files.write_text(path, svg.getvalue())  # atomically, parents made
 
 
 def main(argv=None):
@@ -169,7 +173,7 @@ def main(argv=None):
     parser.add_argument("--out", default=os.path.join(REPO, "docs", "img", "speed.svg"),
                         help="the SVG file to write (default: docs/img/speed.svg)")
     args = parser.parse_args(argv)
-    with open(args.table, encoding="utf-8") as file:
+    with files.open(args.table, encoding="utf-8") as file:
         rows = read_table(file.read(), args.table)
     draw(rows, args.out)
     print(f"wrote {os.path.relpath(args.out)}: {len(rows)} comparisons from "
