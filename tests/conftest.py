@@ -16,6 +16,9 @@ if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
 
 import pytest
 
+# Each test's and fixture's time, and the run against its budget (tests/budget.py).
+pytest_plugins = ["tests.suite_profile"]
+
 # The test files that take over a minute under `make test`, longest first (by their summed test
 # durations; docs/measurements.md, "The test suite").
 # pytest-xdist hands whole files (`--dist loadfile`) to the workers in collection order
