@@ -151,7 +151,7 @@ def report(folder, top=40):
             files[path][2] += r["phase"] == "call"
             tests[r["id"]][0] += r["wall"]
             tests[r["id"]][1] += r["cpu"]
-        else:
+        elif r["kind"] == "fixture":
             key = (r["id"], r["phase"].split("::")[0])
             fixtures[key][0] += r["wall"]
             fixtures[key][1] += r["cpu"]
@@ -171,5 +171,19 @@ def report(folder, top=40):
         print(f"| {nodeid} | {w:.0f} | {c:.0f} |")
 
 
+def asserts(folder):
+    """{test file: passing asserts} of a profile run with `enable_assertion_pass_hook`."""
+    counts = defaultdict(int)
+    for r in _load(folder):
+        if r["kind"] == "asserts":
+            counts[r["id"].split("::")[0]] += r["n"]
+    return dict(counts)
+
+
 if __name__ == "__main__":
-    report(sys.argv[1], *(int(a) for a in sys.argv[2:]))
+    if sys.argv[1] == "--asserts":  # python -m tests.suite_profile --asserts BEFORE [AFTER]
+        tables = [asserts(folder) for folder in sys.argv[2:]]
+        for path in sorted(set().union(*tables)):
+            print(path, *(t.get(path, 0) for t in tables))
+    else:
+        report(sys.argv[1], *(int(a) for a in sys.argv[2:]))
