@@ -31,7 +31,7 @@ class _Clock:
         self.file = None
         self.started = time.monotonic()
         self.durations = defaultdict(float)  # nodeid -> wall seconds, setup + call + teardown
-        self.asserts = defaultdict(int)  # nodeid -> passing asserts
+        self.asserts = defaultdict(lambda: defaultdict(int))  # nodeid -> {line: passes}
 
     def write(self, record):
         if self.folder is None:
@@ -87,13 +87,14 @@ def pytest_assertion_pass(item, lineno, orig, expl):
     """Each passing `assert` of a test module, counted per test (only with pytest's
     `enable_assertion_pass_hook`, which the profile run sets: `-o enable_assertion_pass_hook=true`).
     """
-    item.config._zoo_clock.asserts[item.nodeid] += 1
+    item.config._zoo_clock.asserts[item.nodeid][lineno] += 1
 
 
 def pytest_sessionfinish(session):
     clock = session.config._zoo_clock
-    for nodeid, count in clock.asserts.items():
-        clock.write({"kind": "asserts", "id": nodeid, "n": count})
+    for nodeid, lines in clock.asserts.items():
+        clock.write({"kind": "asserts", "id": nodeid, "n": sum(lines.values()),
+                     "lines": sorted(lines)})
 
 
 def pytest_runtest_logreport(report):
@@ -172,18 +173,21 @@ def report(folder, top=40):
 
 
 def asserts(folder):
-    """{test file: passing asserts} of a profile run with `enable_assertion_pass_hook`."""
-    counts = defaultdict(int)
+    """{test file: "passes/statements"}: the passing asserts of a profile run with
+    `enable_assertion_pass_hook`, and the distinct assert statements that passed in each test,
+    summed over its tests (a loop's assert counted once a test)."""
+    counts = defaultdict(lambda: [0, 0])
     for r in _load(folder):
         if r["kind"] == "asserts":
-            counts[r["id"].split("::")[0]] += r["n"]
-    return dict(counts)
+            counts[r["id"].split("::")[0]][0] += r["n"]
+            counts[r["id"].split("::")[0]][1] += len(r.get("lines", ()))
+    return {path: f"{n}/{lines}" for path, (n, lines) in counts.items()}
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "--asserts":  # python -m tests.suite_profile --asserts BEFORE [AFTER]
         tables = [asserts(folder) for folder in sys.argv[2:]]
         for path in sorted(set().union(*tables)):
-            print(path, *(t.get(path, 0) for t in tables))
+            print(path, *(t.get(path, "0/0") for t in tables))
     else:
         report(sys.argv[1], *(int(a) for a in sys.argv[2:]))
