@@ -47,7 +47,9 @@ class _Clock:
 
 
 def pytest_configure(config):
-    config._zoo_clock = _Clock(os.environ.get("ZOO_TEST_PROFILE") or None)
+    folder = os.environ.get("ZOO_TEST_PROFILE")
+    # Absolute now: a test may change the working directory before the first record.
+    config._zoo_clock = _Clock(os.path.abspath(folder) if folder else None)
 
 
 def _timed(item_or_fixture, kind, name, phase, config):
@@ -123,10 +125,22 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_line(
         f"suite: {wall:.0f} s of wall clock against a budget of {BUDGET_S} s "
         f"({100 * wall / BUDGET_S:.0f} %)")
+    if clock.folder and clock.durations:  # the run's test times, for tests/durations.json
+        os.makedirs(clock.folder, exist_ok=True)
+        with open(os.path.join(clock.folder, "durations.json"), "w") as f:
+            json.dump(durations_record(clock.durations, wall), f, indent=1)
     for duration, nodeid in slow:
         terminalreporter.write_line(
             f"over {SLOW_S} s without a reason in tests/budget.py SLOW: {nodeid} "
             f"({duration:.0f} s)")
+
+
+def durations_record(durations, wall):
+    """What tests/durations.json holds: the run's wall-clock seconds and each test's seconds
+    (set-up, call and teardown) over a tenth of SLOW_S, longest first."""
+    return {"suite_seconds": round(wall), "tests": {
+        nodeid: round(seconds, 1) for nodeid, seconds in
+        sorted(durations.items(), key=lambda kv: -kv[1]) if seconds > SLOW_S / 10}}
 
 
 def _load(folder):

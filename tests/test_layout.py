@@ -12,6 +12,7 @@ package.
 
 import ast
 import doctest
+import json
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import tomllib
 import pycodestyle
 import pytest
 
+from tests.budget import SLOW, SLOW_S
 from tests.harness import REPO
 
 # A package may import the packages below it, never one above it. The lab (zoo_benchmarks/) uses
@@ -442,3 +444,42 @@ def test_the_example_check_finds_a_misaligned_line(tmp_path, monkeypatch):
         os.path.join("zoo", "m.py") + ":6 E128 continuation line under-indented for visual "
         "indent", os.path.join("zoo", "m.py") + ":7 E128 continuation line under-indented for "
         "visual indent"]
+
+
+def _slow_list_problems(slow, durations, slow_s, tests_dir):
+    """What is wrong with tests/budget.py's SLOW against a run's durations: a test over
+    `slow_s` seconds with no reason, a reason that says nothing, an entry naming no test."""
+    problems = [f"{nodeid}: {seconds:.0f} s, over {slow_s} s, and not in tests/budget.py SLOW"
+                for nodeid, seconds in durations.items()
+                if seconds > slow_s and nodeid not in slow]
+    for nodeid, reason in slow.items():
+        if len(reason.split()) < 5:
+            problems.append(f"{nodeid}: its reason in SLOW is under five words: {reason!r}")
+        path, _, name = nodeid.partition("::")
+        file = os.path.join(os.path.dirname(tests_dir), path)
+        function = name.split("[")[0]
+        if not os.path.exists(file) or f"def {function}(" not in open(file).read():
+            problems.append(f"{nodeid}: SLOW names a test that does not exist")
+    return problems
+
+
+def test_every_test_over_a_minute_says_why():
+    """tests/durations.json is the last measured `make test` (build/test-profile/
+    durations.json, copied); each test over SLOW_S in it has its reason in tests/budget.py SLOW."""
+    with open(os.path.join(REPO, "tests", "durations.json")) as f:
+        durations = json.load(f)["tests"]
+    assert _slow_list_problems(SLOW, durations, SLOW_S,
+                               os.path.join(REPO, "tests")) == []
+
+
+def test_the_slow_list_check_sees_a_missing_reason_and_a_stale_name():
+    durations = {"tests/test_layout.py::test_no_module_is_over_500_lines": 61.0,
+                 "tests/test_layout.py::test_every_test_over_a_minute_says_why": 5.0}
+    problems = _slow_list_problems(
+        {"tests/test_layout.py::test_every_test_over_a_minute_says_why": "slow",
+         "tests/test_layout.py::test_gone[1]": "a reason of more than five words here"},
+        durations, 60, os.path.join(REPO, "tests"))
+    assert [p.split(": ")[0] for p in problems] == [
+        "tests/test_layout.py::test_no_module_is_over_500_lines",
+        "tests/test_layout.py::test_every_test_over_a_minute_says_why",
+        "tests/test_layout.py::test_gone[1]"]

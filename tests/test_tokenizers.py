@@ -17,6 +17,7 @@ import tensorflow as tf
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import SAMPLES_BPE, sample_texts
 from zoo import tokenizers
 from zoo.tokenizers import unicode
 
@@ -721,3 +722,18 @@ def test_retraining_into_the_same_directory_swaps_it_whole(corpus_file, tmp_path
     with pytest.raises(FileExistsError, match="not a vocabulary directory"):
         tokenizers.train_vocabulary([corpus_file], size=600, kind="bpe", out=str(unrelated))
     assert os.listdir(unrelated) == ["keep.txt"]
+
+
+def test_the_suites_bpe_vocabulary_is_the_one_learnt_from_the_samples(sample_data, tmp_path):
+    """tests/data/samples_bpe (the suite's GPT-1 vocabulary, tests/conftest.py) against
+    `train_vocabulary` on the same samples now: the same tokens and the same merges. Their ids
+    and the merges' order may differ (the trainer's ties fall in its per-process hash order)."""
+    tokenizers.train_vocabulary(sample_texts(sample_data["root"]), size=1500, kind="bpe",
+                                out=str(tmp_path / "bpe"))
+    learnt, kept = str(tmp_path / "bpe"), SAMPLES_BPE
+    for name in ("vocab.json", "merges.txt"):
+        with open(os.path.join(learnt, name)) as a, open(os.path.join(kept, name)) as b:
+            if name == "vocab.json":
+                assert set(json.load(a)) == set(json.load(b))
+            else:
+                assert set(a.read().splitlines()) == set(b.read().splitlines())
