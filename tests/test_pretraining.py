@@ -17,6 +17,7 @@ from zoo.data.pretraining import (
     pretraining_dataset,
     write_pretraining_data,
 )
+from zoo_cli import data as data_cli
 
 PAD, CLS, SEP, MASK = 0, 2, 3, 4  # ids in tests.data_fixtures.VOCAB
 
@@ -284,10 +285,22 @@ def test_zoo_data_pretrain_command(tmp_path):
                                                  "pretraining.json"]
 
 
-def test_zoo_data_pretrain_reads_and_writes_a_remote_filesystem(tmp_path):
+def test_zoo_data_pretrain_reads_and_writes_a_remote_filesystem(tmp_path, monkeypatch):
     from zoo import files
     from zoo_cli.main import main
 
+    # The DirectRunner's defaults: a worker process per core for local paths, this process
+    # for ram:// ones (whose files worker processes cannot see). Checked on the options, so
+    # that the local reference run below can run in this process: spawning the workers cost
+    # ~12 of this test's 15 CPU-s (#64), and the bytes of one and two workers are compared
+    # in test_beam_writes_the_bytes_of_the_in_process_run_with_one_or_two_workers.
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "cpu_count", lambda: 4)
+        assert data_cli.pipeline_args("DirectRunner", [], ["corpus.txt", "vocab.txt"]) == [
+            "--runner=DirectRunner", "--direct_num_workers=4",
+            "--direct_running_mode=multi_processing"]
+        assert data_cli.pipeline_args("DirectRunner", [], ["corpus.txt", "ram://out"]) == [
+            "--runner=DirectRunner", "--direct_num_workers=1", "--direct_running_mode=in_memory"]
     base = f"ram://pretrain_{os.getpid()}_{tmp_path.name}"
     local_corpus = write_corpus(str(tmp_path / "corpus.txt"), 12)
     with open(local_corpus, encoding="utf-8") as f:
@@ -296,7 +309,8 @@ def test_zoo_data_pretrain_reads_and_writes_a_remote_filesystem(tmp_path):
         files.write_text(f"{base}/vocab.txt", f.read())
     arguments = ["--max-sequence-length", "16", "--shards", "2"]
     assert main(["data", "pretrain", "--corpus", local_corpus, "--vocab",
-                 str(tmp_path / "vocab.txt"), "--out", str(tmp_path / "out"), *arguments]) == 0
+                 str(tmp_path / "vocab.txt"), "--out", str(tmp_path / "out"), *arguments,
+                 "--direct_num_workers", "1"]) == 0
     assert main(["data", "pretrain", "--corpus", f"{base}/corpus.txt", "--vocab",
                  f"{base}/vocab.txt", "--out", f"{base}/out", *arguments]) == 0
     assert files.listdir(f"{base}/out") == ["seq16"]  # the staging directory is gone
