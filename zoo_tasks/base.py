@@ -140,7 +140,9 @@ class BaseTask(training.Task):
         """The `logits` of `inference_model(model)` on a split or file, in file order (the
         batches in `data.sort_by_length` order)."""
         order = data_order.length_order(self, split, path)
-        ds = self.dataset(split, path, order=order).map(lambda x, *_: x)
+        ds = data_order.evaluation_inputs(
+            self, ("logits", split, path), order,
+            lambda: self.dataset(split, path, order=order).map(lambda x, *_: x))
         model = traced_for(inference_model(model), ds.element_spec)
         logits = model.predict(ds, verbose=0)["logits"]
         return data_order.in_file_order(logits, order)

@@ -190,7 +190,10 @@ class SpanQATask(BaseTask):
         starts, ends = [], []
         # Batch by batch: with dynamic padding the batches differ in length, and the logits
         # of the cut positions are -inf (no logit; `logits_at_full_length`).
-        ds = self.dataset(split, path, batch_size=self.config.train.batch_size, order=order)
+        ds = data_order.evaluation_inputs(
+            self, ("windows", split, path), order,
+            lambda: self.dataset(split, path, batch_size=self.config.train.batch_size,
+                                 order=order))
         traced_for(model, ds.element_spec[0], on_batch=True)
         for x, _ in ds:
             start, end = logits_at_full_length(

@@ -167,7 +167,9 @@ class TaggingTask(BaseTask):
         covered = [np.zeros(len(words), bool) for words in columns["words"]]
         order = data_order.length_order(self, split, path)
         sentences = iter(range(len(predicted)) if order is None else order)
-        ds = self.dataset(split, path, with_word_ids=True, order=order)
+        ds = data_order.evaluation_inputs(
+            self, ("words", split, path), order,
+            lambda: self.dataset(split, path, with_word_ids=True, order=order))
         traced_for(model, {k: v for k, v in ds.element_spec[0].items() if k != "word_ids"},
                    on_batch=True)
         for x, _, _ in ds:
