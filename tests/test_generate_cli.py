@@ -11,6 +11,7 @@ import os
 import keras
 import numpy as np
 import pytest
+from filelock import FileLock
 
 import zoo_tasks
 from tests.harness import shared_run
@@ -31,6 +32,24 @@ def lm_run(sample_data, tmp_path_factory, worker_id):
         "data.sequence_length=32", "train.batch_size=16", "train.steps=40",
         "train.eval_every=40", "train.warmup_steps=4", "train.learning_rate=3e-3"])
     return str(shared_run(tmp_path_factory, worker_id, "gpt1_pretrain_tiny", config)[0])
+
+
+@pytest.fixture(scope="session")
+def lm_export(lm_run, tmp_path_factory, worker_id):
+    """The run's export (`zoo export`: runs.export_run), written once for the session: this
+    file's --saved-model test and tests/test_pretraining_export.py read the same one, as
+    `shared_run` shares the run (the first worker to ask writes it under a file lock). Returns
+    its version folder; tests only read it. A fixed folder, not mktemp, without xdist too:
+    the other file imports this fixture, which makes it a second fixture to pytest, set up
+    again (it then finds the export done)."""
+    shared = tmp_path_factory.getbasetemp()
+    base = (shared if worker_id == "master" else shared.parent) / "shared_runs" / "gpt1_export"
+    base.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(base) + ".lock"):
+        if not (base / "done").exists():
+            path = runs.export_run(lm_run, str(base / "exports"), progress=lambda line: None)
+            (base / "done").write_text(path)
+    return (base / "done").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -157,17 +176,17 @@ def test_a_run_that_is_not_a_language_models_is_refused(sample_data, tmp_path, c
         zoo_tasks.load_run(run_dir).generate("a")
 
 
-def test_an_export_generates_as_its_run(run, lm_run, tmp_path, capsys):
+def test_an_export_generates_as_its_run(run, lm_run, lm_export, tmp_path, capsys):
     """--saved-model calls the export's serving_generate: greedy and seeded sampling as the
     run, the options it cannot take refused in one line."""
-    path = runs.export_run(lm_run, str(tmp_path / "exports"), progress=lambda line: None)
+    path = lm_export
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in PROMPTS))
     for options in (["--max-new-tokens", "6"],
                     ["--max-new-tokens", "9", "--top-k", "20", "--top-p", "0.9", "--seed", "4",
                      "--num-return-sequences", "2", "--stop", "the", "--batch-size", "2"]):
         answers = []
-        for source in (["--run-dir", lm_run], ["--saved-model", str(tmp_path / "exports")]):
+        for source in (["--run-dir", lm_run], ["--saved-model", os.path.dirname(path)]):
             out = tmp_path / "out.jsonl"
             assert cli(["generate", *source, "--input", str(prompts), "--output", str(out),
                         *options]) == 0

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.harness import saved_model_signatures, serve_fresh
-from tests.test_generate_cli import lm_run  # noqa: F401  (a fixture)
+from tests.test_generate_cli import lm_export, lm_run  # noqa: F401  (fixtures)
 from tests.test_signatures_batch import assert_every_input_batches
 from tests.test_training import TINY
 from zoo_cli.main import main as cli
@@ -44,11 +44,10 @@ def _signatures(path):
 
 
 @pytest.fixture(scope="module")
-def gpt(lm_run, tmp_path_factory):
-    """The tiny GPT-1 language model of tests/test_generate_cli.py (trained once for both
-    files), its task, model and export."""
-    path = runs.export_run(lm_run, str(tmp_path_factory.mktemp("export_gpt") / "exports"),
-                           progress=lambda line: None)
+def gpt(lm_run, lm_export):
+    """The tiny GPT-1 language model of tests/test_generate_cli.py, its task, model and export
+    (each run and export written once for both files)."""
+    path = lm_export
     _, task, model = runs.load_task(lm_run)
     # One fresh serving process for the module's requests (each process costs seconds).
     return task, model, path, serve_fresh(path, GPT_REQUESTS + GPT_BAD, show=True)
