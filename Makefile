@@ -30,14 +30,15 @@ demo: $(VENV)/.installed
 # once), the longest files first (tests/conftest.py, LONGEST_FIRST), in that order.
 # tests/test_benchmark.py (`zoo benchmark all --tiny`: every library in its own processes, ~6
 # minutes of CPU) is not part of it: `make test-benchmark`, which CI runs after `make test`.
-# Each test's and fixture's time and its passing asserts go to build/test-profile
-# (tests/suite_profile.py: `$(PY) -m tests.suite_profile build/test-profile` groups them); the
-# run ends with its time against its budget (tests/budget.py).
+# Each test's and fixture's time goes to build/test-profile (tests/suite_profile.py:
+# `$(PY) -m tests.suite_profile build/test-profile` groups them); the run ends with its time
+# against its budget (tests/budget.py). The asserts that pass are counted only when asked
+# (`-o enable_assertion_pass_hook=true`, then `tests.suite_profile --asserts`): pytest then
+# explains every passing assert, which cost test_pretraining's loops ~100 CPU-s.
 test: lint
 	rm -rf build/test-profile
 	ZOO_TEST_PROFILE=build/test-profile $(PY) -m pytest -n 3 --dist loadfile \
-		--no-loadscope-reorder -q --durations=15 -o enable_assertion_pass_hook=true \
-		--ignore=tests/test_benchmark.py
+		--no-loadscope-reorder -q --durations=15 --ignore=tests/test_benchmark.py
 
 # The measurement lab's checks (zoo_benchmarks/, tests/test_benchmark.py): `zoo benchmark all
 # --tiny` writes every section and the libraries agree; the GPU script runs zoo on JAX without
