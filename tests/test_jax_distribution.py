@@ -31,10 +31,16 @@ _PATIENCE = ("--xla_cpu_collective_call_warn_stuck_timeout_seconds=120 "
 # with every thread so held or busy, the other device's task has none to start on. PJRT_NPROC
 # (read by XLA's DefaultThreadPoolSize) gives the pools twice as many threads as devices, so a
 # waiting device never keeps the other from starting; the extra threads idle otherwise.
+# The programs here are tiny and run a few times each, so XLA's compiling them is most of the
+# CPU (model_parallel_forward: ~300 one-op programs, 17 of its 29 CPU-s). JAX's
+# jax_disable_most_optimizations (LLVM at -O0, no expensive passes) halves that (8 CPU-s) and
+# leaves what is compared alone: the sharding, the SPMD partitioning and its all-reduces run
+# as ever, and both sides of each comparison (one device, the mesh) compile under it.
+_FAST_COMPILE = {"JAX_DISABLE_MOST_OPTIMIZATIONS": "1"}
 TWO_DEVICES = {"XLA_FLAGS": f"--xla_force_host_platform_device_count=2 {_PATIENCE}",
-               "PJRT_NPROC": "4"}
+               "PJRT_NPROC": "4", **_FAST_COMPILE}
 FOUR_DEVICES = {"XLA_FLAGS": f"--xla_force_host_platform_device_count=4 {_PATIENCE}",
-                "PJRT_NPROC": "8"}
+                "PJRT_NPROC": "8", **_FAST_COMPILE}
 TWO_BY_TWO = ("train.devices=4", "train.model_parallel=2")
 STRATEGIES = ("default", "jax_data_parallel", "jax_model_parallel")
 STEPS = 4
@@ -104,6 +110,19 @@ def tiny_backbones():
     }
 
 
+def _compiled_call(model, inputs):
+    """The model's outputs from one jitted program, as training runs it (its stateless call on
+    its weights, which carry their shardings), not op by op: each op run eagerly is an XLA
+    program of its own to compile (~150 per forward pass here, most of its CPU)."""
+    import jax
+
+    def call(trainable, non_trainable, inputs):
+        return model.stateless_call(trainable, non_trainable, inputs)[0]
+
+    return jax.jit(call)([v.value for v in model.trainable_variables],
+                         [v.value for v in model.non_trainable_variables], inputs)
+
+
 def model_parallel_forward():
     """Under JAX with 2 devices: each family's outputs on one device and with the layout map.
 
@@ -120,15 +139,14 @@ def model_parallel_forward():
     out = {}
     for family, (build, inputs) in tiny_backbones().items():
         single = build()
-        expected = single(inputs)
+        expected = _compiled_call(single, inputs)
         with keras.distribution.ModelParallel(layout_map=layout.layout_map(mesh),
                                               batch_dim_name="batch").scope():
-            sharded = build()
-            sharded(inputs)
+            sharded = build()  # a functional model: its weights are made here
             for source, target in zip(single.weights, sharded.weights):
                 assert source.path == target.path
                 target.assign(source)
-            actual = sharded(inputs)
+            actual = _compiled_call(sharded, inputs)
         mapped = [w for w in sharded.weights if layout.layout_map(mesh)[w.path] is not None]
         out[f"{family}:mapped"] = np.array(len(mapped))
         out[f"{family}:sharded"] = np.array(sum(
