@@ -33,8 +33,11 @@ def shared_run(tmp_path_factory, worker_id, name, config):
 
     from zoo_tasks import runs
 
-    base = (tmp_path_factory.mktemp(name) if worker_id == "master"
-            else tmp_path_factory.getbasetemp().parent / "shared_runs" / name)
+    # One folder per pytest run: the workers' basetemp's parent under xdist, basetemp without
+    # (a test file that imports another's fixture makes pytest set it up twice: the second
+    # finds the run done).
+    shared = tmp_path_factory.getbasetemp()
+    base = (shared if worker_id == "master" else shared.parent) / "shared_runs" / name
     base.mkdir(parents=True, exist_ok=True)
     run_dir = base / "run"
     with FileLock(str(base) + ".lock"):
