@@ -11,6 +11,8 @@ with `example_order`.
 import numpy as np
 import tensorflow as tf
 
+from zoo.data import prefetched
+
 
 def traced_encoder(cache, config, fn, *key):
     """`fn`, a task's batch encoder (tokenize + pack, TF ops), as a `tf.function` traced once
@@ -86,7 +88,7 @@ def evaluation_inputs(task, key, order, build):
     if key not in store:
         # Read whole at the first evaluation (Keras' predict and the tasks' loops read every
         # batch), so the cache is complete and later passes never run the encoder.
-        store[key] = build().cache().prefetch(tf.data.AUTOTUNE)
+        store[key] = prefetched(build().cache())
     return store[key]
 
 
