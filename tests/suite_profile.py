@@ -52,7 +52,7 @@ def pytest_configure(config):
     config._zoo_clock = _Clock(os.path.abspath(folder) if folder else None)
 
 
-def _timed(item_or_fixture, kind, name, phase, config):
+def _timed(kind, name, phase, config):
     wall, cpu = time.monotonic(), _cpu()
     yield
     clock = config._zoo_clock
@@ -63,17 +63,17 @@ def _timed(item_or_fixture, kind, name, phase, config):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):
-    yield from _timed(item, "test", item.nodeid, "setup", item.config)
+    yield from _timed("test", item.nodeid, "setup", item.config)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    yield from _timed(item, "test", item.nodeid, "call", item.config)
+    yield from _timed("test", item.nodeid, "call", item.config)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item):
-    yield from _timed(item, "test", item.nodeid, "teardown", item.config)
+    yield from _timed("test", item.nodeid, "teardown", item.config)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -81,7 +81,7 @@ def pytest_fixture_setup(fixturedef, request):
     """A fixture's own set-up time: pytest sets up the fixtures it names before this hook."""
     where = request.node.nodeid if fixturedef.scope == "function" else (
         getattr(request.node, "nodeid", "") or fixturedef.baseid)
-    yield from _timed(fixturedef, "fixture", f"{fixturedef.scope}:{fixturedef.argname}",
+    yield from _timed("fixture", f"{fixturedef.scope}:{fixturedef.argname}",
                       where, request.config)
 
 
