@@ -93,3 +93,12 @@ def test_zoo_benchmark_without_the_lab_says_in_one_line_to_run_from_a_clone(
                    "zoo_benchmarks/ folder, which the installed zoo does not ship: run it from "
                    "a clone of the repository (pip install -e '.[benchmark]')\n")
     assert reproduce.lab_trainers() == {}
+    # `zoo benchmark` itself answers so before TensorFlow loads (zoo_cli.main's
+    # `before_tensorflow`): the descriptor capture that wraps TensorFlow's import never runs.
+    from zoo_cli import main
+
+    def loads_tensorflow():
+        raise AssertionError("zoo benchmark loaded TensorFlow before refusing")
+    monkeypatch.setattr(main, "quiet_stderr_fd", loads_tensorflow)
+    assert main.main(["benchmark", "tokenizers"]) == 1
+    assert capsys.readouterr().err == err

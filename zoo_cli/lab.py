@@ -21,13 +21,19 @@ class LabMissing(ImportError):
     """The lab is not here: zoo runs from an installed wheel, not from a clone."""
 
 
-def import_lab(module):
-    """The lab's `module` (e.g. "zoo_benchmarks.report"), from the path or from the clone beside
-    zoo_cli/ (put first on sys.path); `LabMissing` where neither has it."""
+def locate(module):
+    """Make the lab importable: found on the path, or in the clone beside zoo_cli/ (put first on
+    sys.path); `LabMissing`, naming `module`, where neither has it. Imports nothing."""
     if importlib.util.find_spec(LAB) is None:
         if importlib.machinery.PathFinder.find_spec(LAB, [ROOT]) is None:
             raise LabMissing(f"{module} is in the repository's {LAB}/ folder, which the "
                              "installed zoo does not ship: run it from a clone of the "
                              "repository (pip install -e '.[benchmark]')")
         sys.path.insert(0, ROOT)
+
+
+def import_lab(module):
+    """The lab's `module` (e.g. "zoo_benchmarks.report"), from the path or from the clone beside
+    zoo_cli/; `LabMissing` where neither has it."""
+    locate(module)
     return importlib.import_module(module)

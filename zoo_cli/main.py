@@ -1,7 +1,8 @@
 """The `zoo` command line: one module per subcommand under zoo_cli/.
 
 Each subcommand module defines `register(subparsers)`, which adds its parser and sets
-`func=run` on it, and `run(args) -> int`; zoo_cli/arguments.py adds the parser
+`func=run` on it (and may set `before_tensorflow`: a check that can answer first), and
+`run(args) -> int`; zoo_cli/arguments.py adds the parser
 (`add_command`) and the flags several commands share (`--set`, `--run-dir`, `--checkpoint`,
 `--overwrite`).
 """
@@ -91,6 +92,12 @@ def main(argv=None):
         args.pipeline_args = unknown  # Apache Beam's own options, passed to the runner
     elif unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    # A command may answer before TensorFlow loads (its `before_tensorflow(args)` returns an
+    # exit code): `zoo benchmark` from an installed wheel, which refuses in one line.
+    early = getattr(args, "before_tensorflow", None)
+    code = early(args) if early is not None else None
+    if code is not None:
+        return code
     with quiet_stderr_fd():
         import tensorflow  # loaded here, so that its start-up lines are not shown
     # lazy: loads Keras, after TensorFlow's start-up lines are hidden
