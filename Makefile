@@ -29,7 +29,7 @@ demo: $(VENV)/.installed
 # "The test suite"). Each file runs in one worker (its module fixtures are trained
 # once), the longest files first (tests/conftest.py, LONGEST_FIRST), in that order.
 # tests/test_benchmark.py (`zoo benchmark all --tiny`: every library in its own processes, ~6
-# minutes of CPU) is not part of it: `make test-benchmark`, which CI runs beside `make test`.
+# minutes of CPU) is not part of it: `make test-benchmark`, which CI runs after `make test`.
 # Each test's and fixture's time goes to build/test-profile (tests/suite_profile.py:
 # `$(PY) -m tests.suite_profile build/test-profile` groups them); the run ends with its time
 # against its budget (tests/budget.py). The asserts that pass are counted only when asked
@@ -42,9 +42,9 @@ test: lint
 
 # The measurement lab's checks (zoo_benchmarks/, tests/test_benchmark.py): `zoo benchmark all
 # --tiny` writes every section and the libraries agree; the GPU script runs zoo on JAX without
-# TensorFlow. Its own temporary folder (CI runs it beside `make test`, another pytest).
+# TensorFlow.
 test-benchmark: $(VENV)/.installed-test
-	$(PY) -m pytest -q --durations=5 --basetemp=build/test-benchmark-tmp tests/test_benchmark.py
+	$(PY) -m pytest -q --durations=5 tests/test_benchmark.py
 
 # The built wheel on Python 3.11, 3.12 and 3.13, each in a fresh environment with the tested
 # dependency set, and a smoke run (demo, train, export, predict): .ci/pythons.sh. CI runs it

@@ -97,6 +97,8 @@ def test_zoo_benchmark_without_the_lab_says_in_one_line_to_run_from_a_clone(
     # `before_tensorflow`): the descriptor capture that wraps TensorFlow's import never runs.
     from zoo_cli import main
 
+    main.build_parser()  # the command modules imported first: zoo_cli.data binds the real one
+
     def loads_tensorflow():
         raise AssertionError("zoo benchmark loaded TensorFlow before refusing")
     monkeypatch.setattr(main, "quiet_stderr_fd", loads_tensorflow)
