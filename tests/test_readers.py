@@ -796,7 +796,7 @@ def test_snli_rows_round_trip(rows):
 
 @st.composite
 def squad_questions(draw):
-    context = draw(st.text(min_size=1, max_size=30))
+    context = draw(st.text(min_size=1, max_size=30).filter(str.strip))  # blank: refused
     qas, expected = [], []
     for n in range(draw(st.integers(1, 4))):
         impossible = draw(st.booleans())
