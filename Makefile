@@ -42,9 +42,10 @@ test: lint
 
 # The measurement lab's checks (zoo_benchmarks/, tests/test_benchmark.py): `zoo benchmark all
 # --tiny` writes every section and the libraries agree; the GPU script runs zoo on JAX without
-# TensorFlow.
+# TensorFlow. Two workers: the two halves of `all` (tests/test_benchmark.py's HALVES and
+# xdist groups) run at once: alone, `all` keeps about one of the two cores busy.
 test-benchmark: $(VENV)/.installed-test
-	$(PY) -m pytest -q --durations=5 tests/test_benchmark.py
+	$(PY) -m pytest -n 2 --dist loadgroup -q --durations=5 tests/test_benchmark.py
 
 # The built wheel on Python 3.11, 3.12 and 3.13, each in a fresh environment with the tested
 # dependency set, and a smoke run (demo, train, export, predict): .ci/pythons.sh. CI runs it

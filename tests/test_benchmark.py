@@ -1,4 +1,5 @@
-"""`zoo benchmark all` end to end, at --tiny sizes: every section runs and the libraries agree.
+"""`zoo benchmark all` end to end, at --tiny sizes, in two halves at once: every section runs and
+the libraries agree.
 
 The figures of a --tiny run mean nothing (two-layer models, one timed call); what this checks
 is that the command works from a clean checkout, writes the markdown file, and that every
@@ -44,19 +45,16 @@ def test_the_commands_choices_are_the_labs_families_and_backends():
     assert benchmark.BACKENDS == common.BACKENDS == ("tensorflow", "jax")
 
 
-def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_path):
-    out = tmp_path / "docs" / "benchmarks.md"
-    proc = subprocess.run(
-        [sys.executable, "-m", "zoo_cli.main", "benchmark", "all", "--tiny", "--families", "bert",
-         "--backends", "tensorflow", "--batches", "2", "--repeats", "1", "--bf16",
-         "--sequence-length", "16", "--workers", "1", "--out", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    text = out.read_text(encoding="utf-8")
-    assert ("zoo benchmark all --backends tensorflow --batches 2 --families bert --repeats 1 "
-            "--sequence-length 16 --workers 1 --tiny") in text
-    assert "Machine: " in text and "keras-hub 0.32.0" in text and "onnxruntime " in text
+# `zoo benchmark all`'s sections in two halves of about the same time alone (~120 and ~160 s
+# on 2 cores), each checked in a `zoo benchmark all --tiny --only ...` process of its own, so
+# that `make test-benchmark`'s two workers run them at once (its groups: the gpu and the
+# generate checks beside the shorter half). models, finetune and pretrain share their prepared
+# weights and worker processes (zoo_benchmarks.report.run): one half.
+HALVES = {"models": ("models", "finetune", "pretrain", "serving", "tokenizers"),
+          "generate": ("generate", "journey", "data", "bucketing", "embeddings")}
 
+
+def _check_models(text):
     models = _table(text, "## Models")
     libraries = {row[0] for row in models}
     assert libraries == {"zoo", "keras-hub", "transformers", "onnxruntime"}, models
@@ -77,6 +75,8 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
         diff = {row[3]: float(row[-1]) for row in models if row[:3] == ["zoo", "tensorflow", mode]}
         assert diff["bfloat16"] == diff["mixed_bfloat16"] > 1e-3 > diff["float32"], diff
 
+
+def _check_finetune(text):
     finetune = _table(text, "## Fine-tuning step")
     assert {(row[0], row[2]) for row in finetune} == {
         ("zoo", "graph"), ("zoo", "xla"), ("keras-hub", "graph"), ("keras-hub", "xla"),
@@ -84,9 +84,10 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
     for row in finetune:  # a two-class head starts near ln 2 and has taken three steps
         assert math.isfinite(float(row[-1])) and 0.3 < float(row[-1]) < 1.1, row
 
-    # Pretraining: zoo's BertMaskedLM against BertForPreTraining, eager and torch.compile;
-    # 8 x 16 tokens a step (the default batch); on random heads both start near
-    # ln(30522) + ln(2) = 11.0.
+
+def _check_pretrain(text):
+    # zoo's BertMaskedLM against BertForPreTraining, eager and torch.compile; 8 x 16 tokens a
+    # step (the default batch); on random heads both start near ln(30522) + ln(2) = 11.0.
     pretrain = _table(text, "## Pretraining step")
     assert {(row[0], row[2]) for row in pretrain} == {
         ("zoo", "graph"), ("zoo", "xla"), ("transformers", "eager"), ("transformers", "compile")}
@@ -95,8 +96,13 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
         assert tokens == pytest.approx(128 * steps, rel=0.02), row
         assert 10.0 < float(row[-1]) < 12.0, row
 
+
+def _check_bucketing(text):
     bucketing = _table(text, "## Dynamic padding")
     assert [row[0] for row in bucketing] == ["glue/mrpc (sample)"]  # one task under --tiny
+
+
+def _check_serving(text):
     serving = {row[0]: row for row in _table(text, "## Serving")}
     assert serving["zoo SavedModel, float32"][-1] == "256/256"
     # transformers' model under ONNX Runtime, its tokenizer in front: the same labels.
@@ -114,9 +120,15 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
         for threads in ("1", "2")}, concurrency
     for _, _, requests, rate, p50, p99 in concurrency:
         assert int(requests) > 0 and float(rate) > 0 and float(p99) >= float(p50) > 0
+
+
+def _check_tokenizers(text):
     tokenizers = _table(text, "## Tokenizers")
     same, total = re.match(r"([\d,]+)/([\d,]+) lines", tokenizers[0][2]).groups()
     assert same == total
+
+
+def _check_data(text):
     # `zoo data pretrain`, 1 MB, one Beam worker (test_pretraining checks that two write the
     # same bytes as one).
     data = _table(text, "## Pretraining data")
@@ -124,8 +136,10 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
     assert int(data[0][2].replace(",", "")) > 100_000
     assert all(float(row[3]) > 0 and 0.1 < float(row[5]) < 20 for row in data), data
 
-    # Generation (#52): every contender at batch 2 (the uncached ones too: the smallest
-    # batch), exactly the 8 new tokens asked (the export before #52 returns text only).
+
+def _check_generate(text):
+    # #52: every contender at batch 2 (the uncached ones too: the smallest batch), exactly the
+    # 8 new tokens asked (the export before #52 returns text only).
     generation = _table(text, "## Generation")
     assert {(row[0], row[3], row[4]) for row in generation} == {
         ("zoo", "graph", "yes"), ("zoo", "xla", "yes"), ("zoo", "graph, no cache", "no"),
@@ -137,8 +151,10 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
         assert row[5] == "2" and float(row[6].replace(",", "")) > 0, row
         assert row[9] == ("n/a" if row[3] == "serving_default before #52" else "8"), row
 
-    # The journey (#53): `zoo train` and transformers' Trainer, each a fresh process, on the
-    # same 352 training lines in batches of 32 (11 optimizer steps) and 64 dev lines.
+
+def _check_journey(text):
+    # #53: `zoo train` and transformers' Trainer, each a fresh process, on the same 352
+    # training lines in batches of 32 (11 optimizer steps) and 64 dev lines.
     journey = {row[0]: row for row in _table(text, "## Journey")}
     assert set(journey) == {"zoo", "transformers"}, journey
     for name, (_, wall, metrics, startup, training, steps, rate, steady, accuracy) in (
@@ -149,8 +165,10 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
         right = float(accuracy) * 64  # dev lines right, from an accuracy to 3 decimals
         assert 0 <= float(accuracy) <= 1 and abs(right - round(right)) < 0.04, journey[name]
 
-    # Sentence embeddings (#63): zoo's encode and sentence-transformers' on the same folder,
-    # each a fresh process; the vectors agree.
+
+def _check_embeddings(text):
+    # #63: zoo's encode and sentence-transformers' on the same folder, each a fresh process;
+    # the vectors agree.
     embeddings = {row[0]: row for row in _table(text, "## Sentence embeddings")}
     assert set(embeddings) == {"zoo encode (TensorFlow)",
                                "sentence-transformers encode (torch)"}, embeddings
@@ -158,31 +176,81 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(tmp_pat
     difference = float(re.search(r"differ by at most ([\d.e+-]+)\.", text).group(1))
     assert difference < 1e-5, difference
 
+
+# Each section's rows of the Targets table.
+TARGETS = {
+    "models": ("bert forward vs keras-hub tensorflow, batch 2",
+               "bert forward vs transformers (torch), batch 2",
+               "bert batch-2 latency, zoo / ONNX Runtime"),
+    "finetune": ("fine-tuning step vs keras-hub tensorflow",),
+    "pretrain": ("pretraining tokens/s vs transformers (torch eager)",),
+    "tokenizers": ("WordPiece tokens/s vs transformers' fast tokenizer",),
+    "serving": ("serving texts/s, zoo int8 export vs zoo float32 export",
+                "serving texts/s, zoo int8 export vs ONNX Runtime int8",
+                "serving texts/s, zoo float32 export vs ONNX Runtime float32",
+                "serving texts/s at 2 threads, zoo float32 vs ONNX Runtime float32",
+                "serving p50 latency at 1 thread, ONNX Runtime float32 / zoo float32"),
+    "generate": ("generate tokens/s, batch 2: zoo with the cache (fastest) vs transformers' "
+                 "GPT-2 with its cache (#52)",
+                 "generate tokens/s, batch 2: zoo with the cache vs keras-hub GPT2CausalLM "
+                 "(tensorflow; #52)",
+                 "generate tokens/s, batch 2: export serving_generate (cache) vs "
+                 "serving_default before #52 (no cache; #52)"),
+    "journey": ("zoo train wall-clock vs transformers' Trainer",),
+    "embeddings": ("sentence embeddings texts/s, zoo encode vs sentence-transformers",),
+    "data": (), "bucketing": ()}
+
+
+def _benchmark_parsers():
+    import argparse
+
+    from zoo_cli import benchmark
+
+    commands = argparse.ArgumentParser().add_subparsers()
+    benchmark.register(commands)
+    return commands.choices["benchmark"]._subparsers._group_actions[0].choices
+
+
+def test_the_halves_are_every_benchmark_once():
+    """The two halves below, and the sections checked, are every benchmark of `zoo benchmark
+    all` (its --only choices), once."""
+    only = next(action for action in _benchmark_parsers()["all"]._actions
+                if "--only" in action.option_strings)
+    halves = [name for half in HALVES.values() for name in half]
+    assert sorted(halves) == sorted(only.choices) == sorted(TARGETS)
+    assert len(set(halves)) == len(halves)
+
+
+@pytest.mark.parametrize("half", [pytest.param(half, marks=pytest.mark.xdist_group(half))
+                                  for half in HALVES])
+def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(half, tmp_path):
+    sections = HALVES[half]
+    out = tmp_path / "docs" / "benchmarks.md"
+    proc = subprocess.run(
+        [sys.executable, "-m", "zoo_cli.main", "benchmark", "all", "--tiny", "--families", "bert",
+         "--backends", "tensorflow", "--batches", "2", "--repeats", "1", "--bf16",
+         "--sequence-length", "16", "--workers", "1", "--only", *sections, "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = out.read_text(encoding="utf-8")  # a new file: written whole, not merged
+    assert ("zoo benchmark all --backends tensorflow --batches 2 --families bert --only "
+            f"{' '.join(sections)} --repeats 1 --sequence-length 16 --workers 1 --tiny") in text
+    assert "Machine: " in text and "keras-hub 0.32.0" in text and "onnxruntime " in text
+    assert "(a separate run)" not in text
+    assert [line for line in text.splitlines() if line.startswith("## ")][0] == (
+        "## Targets (issue #10)")
+    for section in sections:
+        globals()[f"_check_{section}"](text)
+
     targets = _table(text, "## Targets")
     compared = [row[0] for row in targets]
-    for expected in ("bert forward vs keras-hub tensorflow, batch 2",
-                     "bert forward vs transformers (torch), batch 2",
-                     "bert batch-2 latency, zoo / ONNX Runtime",
-                     "fine-tuning step vs keras-hub tensorflow",
-                     "pretraining tokens/s vs transformers (torch eager)",
-                     "WordPiece tokens/s vs transformers' fast tokenizer",
-                     "serving texts/s, zoo int8 export vs zoo float32 export",
-                     "serving texts/s, zoo int8 export vs ONNX Runtime int8",
-                     "serving texts/s, zoo float32 export vs ONNX Runtime float32",
-                     "serving texts/s at 2 threads, zoo float32 vs ONNX Runtime float32",
-                     "serving p50 latency at 1 thread, ONNX Runtime float32 / zoo float32",
-                     "generate tokens/s, batch 2: zoo with the cache (fastest) vs "
-                     "transformers' GPT-2 with its cache (#52)",
-                     "generate tokens/s, batch 2: zoo with the cache vs keras-hub GPT2CausalLM "
-                     "(tensorflow; #52)",
-                     "generate tokens/s, batch 2: export serving_generate (cache) vs "
-                     "serving_default before #52 (no cache; #52)",
-                     "zoo train wall-clock vs transformers' Trainer",
-                     "sentence embeddings texts/s, zoo encode vs sentence-transformers"):
-        assert expected in compared, compared
+    for section in sections:
+        for expected in TARGETS[section]:
+            assert expected in compared, compared
     assert all(re.match(r"[\d.]+ \((met|missed|no target)", row[1]) for row in targets)
 
 
+@pytest.mark.xdist_group("models")  # beside the other half (HALVES)
 def test_the_gpu_pretraining_benchmark_runs_zoo_on_jax_without_tensorflow(tmp_path):
     """`python -m zoo_benchmarks.gpu` (docs/benchmarks.md's GPU section), as it runs on a
     GPU machine that has JAX and torch but no TensorFlow: here TensorFlow's import fails
@@ -230,6 +298,7 @@ def test_the_generate_flags_of_zoo_and_of_the_lab_are_the_same():
     assert flags(zoo) == lab
 
 
+@pytest.mark.xdist_group("models")  # beside the other half (HALVES)
 def test_the_generate_benchmark_runs_on_jax_and_torch_without_tensorflow(tmp_path):
     """`python -m zoo_benchmarks.generate` as the GPU machine runs it (JAX and torch, no
     TensorFlow: here its import fails), --tiny, 4 new tokens: zoo, keras-hub and both
