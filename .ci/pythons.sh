@@ -11,12 +11,6 @@ cd "$(dirname "$0")/.."
 VERSIONS=${PYTHONS:-3.11 3.12 3.13}
 OUT=${OUT:-build/pythons}
 rm -rf "$OUT" && mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
-.venv/bin/python -m pip wheel . --no-deps --no-build-isolation -q -w "$OUT/wheel"
-WHEEL=$(ls "$OUT"/wheel/zoo_models-*.whl)
-# The wheel ships zoo, zoo_tasks and zoo_cli; the measurement lab is not in it.
-if .venv/bin/python -m zipfile -l "$WHEEL" | grep -q "zoo_benchmarks/"; then
-    echo "the wheel ships the measurement lab (zoo_benchmarks/)"; exit 1
-fi
 
 find_python() {
     if command -v "python$1" >/dev/null 2>&1 && "python$1" -c "" 2>/dev/null; then
@@ -27,11 +21,26 @@ find_python() {
     ls -d "$root"/versions/"$1".*/bin/"python$1" 2>/dev/null | sort -V | tail -1
 }
 
+# The wheel, built by the first Python (an isolated build: pyproject.toml's setuptools) from a
+# copy of the tree, without .venv: CI starts this beside `make install-test`, whose editable
+# install writes zoo_models.egg-info into the tree, and uses the core that install leaves idle.
+builder=$(find_python "${VERSIONS%% *}")
+[ -n "$builder" ] || { echo "test-pythons: no Python ${VERSIONS%% *} to build the wheel"; exit 1; }
+mkdir -p "$OUT/source"
+tar -c --exclude=./.venv --exclude=./build --exclude=./.git --exclude=./site \
+    --exclude='*.egg-info' --exclude='./.*cache' --exclude=./.hypothesis . | tar -x -C "$OUT/source"
+"$builder" -m pip wheel "$OUT/source" --no-deps -q -w "$OUT/wheel"
+WHEEL=$(ls "$OUT"/wheel/zoo_models-*.whl)
+# The wheel ships zoo, zoo_tasks and zoo_cli; the measurement lab is not in it.
+if "$builder" -m zipfile -l "$WHEEL" | grep -q "zoo_benchmarks/"; then
+    echo "the wheel ships the measurement lab (zoo_benchmarks/)"; exit 1
+fi
+
 # PyPI's `tools` and `tasks` distributions install import packages of those names (zoo's first
 # layout used them): stand-ins are installed first, and must still import after zoo.
 STAND_INS="$OUT/stand-ins"
 mkdir -p "$STAND_INS"
-.venv/bin/python - "$STAND_INS" <<'PY'
+"$builder" - "$STAND_INS" <<'PY'
 import os, sys, zipfile
 for name in ("tools", "tasks"):
     info = f"{name}-1.0.dist-info"

@@ -3,9 +3,9 @@ declares them, and the exact tested set in constraints.txt, which `make` install
 pin lies inside its range, and the installed versions are the pinned ones. What the wheel
 holds: zoo, zoo_tasks and zoo_cli, never the measurement lab (zoo_benchmarks/), and a zoo
 without the lab says in one line that the benchmarks run from a clone. The wheel itself is
-tested by `make test-pythons` (.ci/pythons.sh, run by CI beside `make test`): built, installed
-beside stand-ins for PyPI's `tools` and `tasks` on each Python, and run from an empty
-directory with no TensorFlow start-up line reaching the user."""
+tested by `make test-pythons` (.ci/pythons.sh, run by CI beside `make install-test` and `make
+test`): built, installed beside stand-ins for PyPI's `tools` and `tasks` on each Python, and
+run from an empty directory with no TensorFlow start-up line reaching the user."""
 
 import argparse
 import configparser
