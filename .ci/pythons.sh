@@ -22,13 +22,14 @@ find_python() {
 }
 
 # The wheel, built by the first Python (an isolated build: pyproject.toml's setuptools) from a
-# copy of the tree, without .venv: CI starts this beside `make install-test`, whose editable
-# install writes zoo_models.egg-info into the tree, and uses the core that install leaves idle.
+# copy of what it is built from (as tests/test_packaging.py builds it), without .venv: CI
+# starts this beside `make install-test`, whose editable install writes zoo_models.egg-info
+# into the tree, and uses the core that install leaves idle.
 builder=$(find_python "${VERSIONS%% *}")
 [ -n "$builder" ] || { echo "test-pythons: no Python ${VERSIONS%% *} to build the wheel"; exit 1; }
 mkdir -p "$OUT/source"
-tar -c --exclude=./.venv --exclude=./build --exclude=./.git --exclude=./site \
-    --exclude='*.egg-info' --exclude='./.*cache' --exclude=./.hypothesis . | tar -x -C "$OUT/source"
+tar -c --exclude=__pycache__ setup.cfg pyproject.toml README.md zoo zoo_tasks zoo_cli \
+    zoo_benchmarks | tar -x -C "$OUT/source"
 "$builder" -m pip wheel "$OUT/source" --no-deps -q -w "$OUT/wheel"
 WHEEL=$(ls "$OUT"/wheel/zoo_models-*.whl)
 # The wheel ships zoo, zoo_tasks and zoo_cli; the measurement lab is not in it.
