@@ -177,6 +177,11 @@ def _check_embeddings(text):
     assert difference < 1e-5, difference
 
 
+# What each section's table must show.
+CHECKS = {"models": _check_models, "finetune": _check_finetune, "pretrain": _check_pretrain,
+          "bucketing": _check_bucketing, "serving": _check_serving,
+          "tokenizers": _check_tokenizers, "data": _check_data, "generate": _check_generate,
+          "journey": _check_journey, "embeddings": _check_embeddings}
 # Each section's rows of the Targets table.
 TARGETS = {
     "models": ("bert forward vs keras-hub tensorflow, batch 2",
@@ -202,6 +207,7 @@ TARGETS = {
 
 
 def _benchmark_parsers():
+    """`zoo benchmark`'s subcommands: {name: its argparse parser}."""
     import argparse
 
     from zoo_cli import benchmark
@@ -217,7 +223,7 @@ def test_the_halves_are_every_benchmark_once():
     only = next(action for action in _benchmark_parsers()["all"]._actions
                 if "--only" in action.option_strings)
     halves = [name for half in HALVES.values() for name in half]
-    assert sorted(halves) == sorted(only.choices) == sorted(TARGETS)
+    assert sorted(halves) == sorted(only.choices) == sorted(TARGETS) == sorted(CHECKS)
     assert len(set(halves)) == len(halves)
 
 
@@ -240,7 +246,7 @@ def test_benchmark_all_tiny_writes_every_section_and_the_libraries_agree(half, t
     assert [line for line in text.splitlines() if line.startswith("## ")][0] == (
         "## Targets (issue #10)")
     for section in sections:
-        globals()[f"_check_{section}"](text)
+        CHECKS[section](text)
 
     targets = _table(text, "## Targets")
     compared = [row[0] for row in targets]
@@ -279,14 +285,9 @@ def test_the_gpu_pretraining_benchmark_runs_zoo_on_jax_without_tensorflow(tmp_pa
 def test_the_generate_flags_of_zoo_and_of_the_lab_are_the_same():
     """`zoo benchmark generate`'s flags are named in zoo_cli (its help runs where the lab is
     not): the same as `python -m zoo_benchmarks.generate`'s, less the latter's own."""
-    import argparse
-
     from zoo_benchmarks import generate
-    from zoo_cli import benchmark
 
-    commands = argparse.ArgumentParser().add_subparsers()
-    benchmark.register(commands)
-    zoo = commands.choices["benchmark"]._subparsers._group_actions[0].choices["generate"]
+    zoo = _benchmark_parsers()["generate"]
 
     def flags(parser):  # --backends: the lab's default depends on --device
         return {flag: (repr(action.default), action.nargs, action.type, action.help)
