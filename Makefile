@@ -13,10 +13,15 @@ $(VENV)/.installed: setup.cfg pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e .
 	touch $@
 
-$(VENV)/.installed-test: $(VENV)/.installed
+# One pip run for the runtime and the test extras (a fresh clone's CI): two runs resolve and
+# install the runtime twice, ~20 CPU-s more on the EPYC (docs/measurements.md, "The test
+# suite"). It leaves .installed done too: the same files, the same constraints.
+$(VENV)/.installed-test: setup.cfg pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
 	$(PY) -m pip check
-	touch $@
+	touch $(VENV)/.installed $@
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
