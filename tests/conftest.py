@@ -14,6 +14,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+# JAX in the tests' processes (the other-backend checks) compiles without XLA's expensive
+# passes (LLVM at -O0): the programs are tiny and run a few times each, so compiling them is
+# most of their time. The comparisons and their tolerances are left as they were
+# (tests/test_jax_distribution.py set it first, for its own processes). Those checks took
+# 138-146 CPU-s against 174-180 with the passes on (docs/measurements.md, "The test suite");
+# JAX_DISABLE_MOST_OPTIMIZATIONS=0 turns them back on.
+os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 
 import pytest
 
