@@ -352,7 +352,16 @@ def test_a_run_trained_on_another_backend_exports_and_answers_like_its_evaluatio
     assert out["label"].tolist() == [label.encode() for label in backend_labels]
 
 
-def test_versions_count_up_and_are_never_overwritten(mrpc_export, tmp_path, capsys):
+def test_versions_count_up_and_are_never_overwritten(mrpc_export, tmp_path, capsys,
+                                                     monkeypatch):
+    # Each signature's function runs once per trace: once per export (zoo.export.write_out).
+    traces = []
+    endpoint = export._endpoint
+
+    def counted(name, signature):
+        fn = endpoint(name, signature)
+        return lambda *args: traces.append(name) or fn(*args)
+    monkeypatch.setattr(export, "_endpoint", counted)
     run_dir, _ = mrpc_export
     base = tmp_path / "exports"
     assert cli(["export", "--run-dir", str(run_dir), "--out", str(base)]) == 0
@@ -361,6 +370,7 @@ def test_versions_count_up_and_are_never_overwritten(mrpc_export, tmp_path, caps
     assert cli(["export", "--run-dir", str(run_dir), "--out", str(base), "--version", "5"]) == 0
     assert cli(["export", "--run-dir", str(run_dir), "--out", str(base)]) == 0
     assert sorted(os.listdir(base)) == ["1", "5", "6"]
+    assert sorted(traces) == 3 * ["serving_default"] + 3 * ["serving_ids"]
     assert cli(["export", "--run-dir", str(run_dir), "--out", str(base), "--version", "5"]) == 1
     assert "exists; versions are never overwritten" in capsys.readouterr().err
 

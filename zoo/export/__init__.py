@@ -149,6 +149,29 @@ def build_archive(task, model, run_dir):
     return archive, described
 
 
+def write_out(archive, path):
+    """`archive.write_out(path)`, each signature traced once instead of twice.
+
+    Why: Keras (3.15.1, `_filter_and_track_resources`) traces every endpoint to list the
+    variables it reads, outside TensorFlow's save context, and `tf.saved_model.save` then
+    traces each again, because TensorFlow (2.21) keys a trace on whether it is under a save
+    context (function_context's `variable_policy`): an export built its signatures, the
+    tokenizer's graph and the model's, twice. Keras's step runs here under the save options
+    `save` then uses, so `save` finds the traces made. tests/test_export.py counts the traces.
+    """
+    from tensorflow.python.saved_model import save_context
+
+    options = tf.saved_model.SaveOptions()
+    list_resources = archive._filter_and_track_resources
+
+    def under_save_options():
+        with save_context.save_context(options):
+            list_resources()
+
+    archive._filter_and_track_resources = under_save_options
+    archive.write_out(path, options=options, verbose=False)
+
+
 def _shape(spec):
     return None if spec.shape.rank is None else [d if d is not None else -1
                                                  for d in spec.shape.as_list()]
@@ -375,7 +398,7 @@ def write_version(task, model, base, version, policy, mixed_precision=None, run_
             archive, described = build_archive(task, model, run_dir)
             progress(f"writing {target}")
             with writing():
-                archive.write_out(staging, verbose=False)  # traces the signatures
+                write_out(archive, staging)  # traces the signatures
         metadata = {"task": task.name,
                     "run_dir": run_dir and files.absolute(run_dir),
                     "checkpoint": checkpoint, "source": source, "version": version,

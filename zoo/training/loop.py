@@ -205,15 +205,38 @@ def _train(model, task, counts, train_config, callbacks, step):
         if first == start_round and within:
             dataset = distribution_lib.distributed_dataset(train_config, phase.dataset,
                                                            skip + within)
+            _build_losses_and_metrics(model, dataset)
             model.fit(dataset, epochs=first + 1, initial_epoch=first,
                       steps_per_epoch=every - within, callbacks=callbacks, verbose=0,
                       shuffle=False)
             first, skip, within = first + 1, skip + every, 0
         if first < phase.last_round:
             dataset = distribution_lib.distributed_dataset(train_config, phase.dataset, skip)
+            _build_losses_and_metrics(model, dataset)
             model.fit(dataset, epochs=phase.last_round, initial_epoch=first,
                       steps_per_epoch=every, callbacks=callbacks, verbose=0, shuffle=False)
         start_round = phase.last_round
+
+
+def _build_losses_and_metrics(model, dataset):
+    """Create the compiled losses' and metrics' variables before `fit` first traces its step.
+
+    Why: outside a tf.distribute strategy Keras (3.15, TensorFlowTrainer._maybe_symbolic_build)
+    leaves them to the first trace of the train step, and a tf.function that creates variables
+    while tracing is traced a second time (TensorFlow's rule for variable creation). A model of
+    several outputs has a loss tracker per output (GPT-1 with its auxiliary LM loss), so its
+    runs built the train step twice: ~1 CPU-s at the suite's 2 x 64 GPT-1, 3-6 s at GPT-1's
+    size (docs/measurements.md, "The test suite"). Keras's own symbolic build, the one it runs
+    under a strategy, makes them from the dataset's element spec; no batch is read. Under a
+    strategy, or on JAX and PyTorch, Keras builds them itself. tests/test_classification.py
+    counts the traces.
+    """
+    if keras.backend.backend() != "tensorflow" or model._distribute_strategy is not None:
+        return
+    import tensorflow as tf
+
+    if isinstance(dataset, tf.data.Dataset):
+        model._symbolic_build(data_batch=dataset.element_spec)
 
 
 def _build(model):
