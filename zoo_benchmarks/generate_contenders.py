@@ -78,7 +78,7 @@ def prepare(root, size, batches, prompt_length, export):
 
         for folder, served in (("export", task), ("export_before_52", _Before52(task))):
             archive, _ = export_lib.build_archive(served, model, None)
-            archive.write_out(os.path.join(root, folder), verbose=False)
+            export_lib.write_out(archive, os.path.join(root, folder))
 
 
 class _Before52:

@@ -136,11 +136,11 @@ def prepare(args, tmp, progress=print):
         with constant.dense_constants(model, progress):
             archive, _ = export.build_archive(task, model, None)
             exports[policy] = os.path.join(tmp, policy)
-            archive.write_out(exports[policy], verbose=False)
+            export.write_out(archive, exports[policy])
     with int8.serving_form(keras_model):  # as `zoo export --quantize int8` writes it
         archive, _ = export.build_archive(task, keras_model, None)
         exports["int8"] = os.path.join(tmp, "int8")
-        archive.write_out(exports["int8"], verbose=False)
+        export.write_out(archive, exports["int8"])
 
     hf_dir = os.path.join(tmp, "hf")
     to_huggingface(keras_model.backbone, hf_dir)
