@@ -75,13 +75,15 @@ for version in $VERSIONS; do
     "$env/bin/python" -m pip install -q --upgrade pip
     "$env/bin/python" -m pip install -q --no-deps --no-index "$STAND_INS"/*.whl
     # --no-compile: pip byte-compiles every module of every dependency (~20 CPU-s a version,
-    # TensorFlow's thousands of files); the smoke run compiles only what it imports.
+    # TensorFlow's thousands of files); the smoke run compiles only what it imports, once: its
+    # first command writes the bytecode the others read (PYTHONDONTWRITEBYTECODE is unset
+    # below; where it was set, each command compiled TensorFlow again, ~8 CPU-s).
     "$env/bin/python" -m pip install -q --no-compile -c constraints.txt "$WHEEL"
     "$env/bin/python" -m pip check
     mkdir -p "$work"
     (
         cd "$work"
-        unset TF_CPP_MIN_LOG_LEVEL KERAS_BACKEND PYTHONPATH
+        unset TF_CPP_MIN_LOG_LEVEL KERAS_BACKEND PYTHONPATH PYTHONDONTWRITEBYTECODE
         export PATH="$PWD/../env-$version/bin:$PATH"
         site=$(python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
         # Where each package would be imported from (its spec: found, not run, so without
