@@ -37,6 +37,12 @@ if "$builder" -m zipfile -l "$WHEEL" | grep -q "zoo_benchmarks/"; then
     echo "the wheel ships the measurement lab (zoo_benchmarks/)"; exit 1
 fi
 
+# uv installs each environment, with this machine's pip settings (.ci/uv_as_pip.py): pip took 33-43 s a
+# version (docs/measurements.md, "The test suite"). It runs from an environment of its own.
+"$builder" -m venv "$OUT/uv"
+"$OUT/uv/bin/python" -m pip install -q -c constraints.txt uv
+uv() { "$OUT/uv/bin/python" .ci/uv_as_pip.py "$@"; }
+
 # PyPI's `tools` and `tasks` distributions install import packages of those names (zoo's first
 # layout used them): stand-ins are installed first, and must still import after zoo.
 STAND_INS="$OUT/stand-ins"
@@ -72,13 +78,13 @@ for version in $VERSIONS; do
     env="$OUT/env-$version" work="$OUT/work-$version"
     echo "== Python $version: $python"
     "$python" -m venv "$env"
-    "$env/bin/python" -m pip install -q --upgrade pip
-    "$env/bin/python" -m pip install -q --no-deps --no-index "$STAND_INS"/*.whl
-    # --no-compile: pip byte-compiles every module of every dependency (~20 CPU-s a version,
-    # TensorFlow's thousands of files); the smoke run compiles only what it imports, once: its
-    # first command writes the bytecode the others read (PYTHONDONTWRITEBYTECODE is unset
-    # below; where it was set, each command compiled TensorFlow again, ~8 CPU-s).
-    "$env/bin/python" -m pip install -q --no-compile -c constraints.txt "$WHEEL"
+    uv pip install -q --python "$env/bin/python" --no-deps --no-index "$STAND_INS"/*.whl
+    # No bytecode (uv compiles none unless asked; pip's --no-compile): compiling every module of
+    # every dependency took ~20 CPU-s a version, TensorFlow's thousands of files; the smoke run
+    # compiles only what it imports, once: its first command writes the bytecode the others
+    # read (PYTHONDONTWRITEBYTECODE is unset below; where it was set, each command compiled
+    # TensorFlow again, ~8 CPU-s).
+    uv pip install -q --python "$env/bin/python" -c constraints.txt "$WHEEL"
     "$env/bin/python" -m pip check
     mkdir -p "$work"
     (

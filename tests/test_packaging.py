@@ -104,3 +104,33 @@ def test_zoo_benchmark_without_the_lab_says_in_one_line_to_run_from_a_clone(
     monkeypatch.setattr(main, "quiet_stderr_fd", loads_tensorflow)
     assert main.main(["benchmark", "tokenizers"]) == 1
     assert capsys.readouterr().err == err
+
+
+def test_uv_installs_from_where_pip_would(tmp_path):
+    """`make install-test` and `make test-pythons` install with uv (.ci/uv_as_pip.py), which
+    reads no pip configuration: pip's index, extra indexes, find-links folders, constraints
+    files and certificate reach uv, pip's PIP_* variables over its files, and a UV_* variable
+    set by the user over both."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("uv_as_pip",
+                                                  os.path.join(REPO, ".ci", "uv_as_pip.py"))
+    uv_as_pip = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(uv_as_pip)
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nindex-url = https://mirror.example/simple\n"
+                    "extra-index-url = file:///a/simple\n  file:///b/simple\n"
+                    "find-links = /wheels\n  /more-wheels\nconstraint = /etc/c1.txt /etc/c2.txt\n"
+                    "[install]\ntimeout = 30\n")
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("PIP_", "UV_"))}
+    env.update(PIP_CONFIG_FILE=str(conf), PIP_CERT="/certs.pem")
+    settings = uv_as_pip.pip_settings(sys.executable, env)
+    uv_env = uv_as_pip.uv_environment(settings, {"UV_HTTP_TIMEOUT": "99"})
+    assert uv_env["UV_DEFAULT_INDEX"] == "https://mirror.example/simple"
+    assert uv_env["UV_INDEX"] == "file:///a/simple file:///b/simple"
+    assert uv_env["UV_FIND_LINKS"] == "/wheels,/more-wheels"
+    assert uv_env["SSL_CERT_FILE"] == "/certs.pem"
+    assert uv_env["UV_HTTP_TIMEOUT"] == "99"  # the user's, not pip's 30
+    assert uv_env["UV_INDEX_STRATEGY"] == "unsafe-best-match"
+    assert uv_as_pip.constraints(settings) == ["-c", "/etc/c1.txt", "-c", "/etc/c2.txt"]
