@@ -106,4 +106,13 @@ SLOW = {
     _T + "test_training.py::test_mirrored_strategy_over_two_cpu_devices":
         "a zoo train process with MirroredStrategy over two CPU devices, TensorFlow's start-up "
         "paid in it",
+    # `make test-benchmark` (tests/test_benchmark.py, a run of its own after `make test`).
+    _T + "test_benchmark.py::test_benchmark_all_tiny_writes_every_section_and_the_libraries_"
+         "agree[generate]":
+        "half of zoo benchmark all --tiny: generation, the journey, data, bucketing and "
+        "embeddings, each library in its own processes",
+    _T + "test_benchmark.py::test_benchmark_all_tiny_writes_every_section_and_the_libraries_"
+         "agree[models]":
+        "half of zoo benchmark all --tiny: models, fine-tuning, pretraining, serving and "
+        "tokenizers, each library in its own processes",
 }

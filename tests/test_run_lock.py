@@ -1,9 +1,9 @@
 """One `zoo train` per run directory: `zoo.lock` names the host and pid of the process that
 writes it; a second process is refused, a lock left by a dead process is taken over.
 
-The real case runs real processes: a `zoo train` that is still training, a second `zoo train`
-on the same directory, and, once the first is killed with SIGKILL, a third that takes its
-lock over. The object-store path of the lock (no exclusive create there) runs on TensorFlow's
+The real case runs real processes: a `zoo train` that holds the lock in the middle of its
+training (paused there), a second `zoo train` on the same directory, and, once the first is
+killed with SIGKILL, a third that takes its lock over. The object-store path of the lock (no exclusive create there) runs on TensorFlow's
 in-process `ram://` filesystem.
 """
 
@@ -42,12 +42,15 @@ def test_a_second_zoo_train_is_refused_and_a_dead_holder_is_taken_over(sample_da
             time.sleep(0.05)
         holder = json.loads(lock.read_text())
         assert holder["pid"] == first.pid and holder["host"] == socket.gethostname()
+        # Paused while the second one runs: it holds its lock as a training process does,
+        # without taking a core from the second (SIGKILL below ends it all the same).
+        first.send_signal(signal.SIGSTOP)
         second = zoo_train(_command(sample_data, run_dir, "train.steps=100000",
                                     "train.eval_every=100000"))
         out = second.communicate(timeout=300)[0]
         assert second.returncode != 0, out[-3000:]
         assert f"in use by process {first.pid} on {socket.gethostname()}" in out, out[-3000:]
-        assert first.poll() is None  # the first one trains on, untouched
+        assert first.poll() is None  # the first one lives on, untouched
         assert json.loads(lock.read_text()) == holder
     finally:
         first.send_signal(signal.SIGKILL)
