@@ -3,8 +3,8 @@ writes it; a second process is refused, a lock left by a dead process is taken o
 
 The real case runs real processes: a `zoo train` that holds the lock in the middle of its
 training (paused there), a second `zoo train` on the same directory, and, once the first is
-killed with SIGKILL, a third that takes its lock over. The object-store path of the lock (no exclusive create there) runs on TensorFlow's
-in-process `ram://` filesystem.
+killed with SIGKILL, a third that takes its lock over. The object-store path of the lock (no
+exclusive create there) runs on TensorFlow's in-process `ram://` filesystem.
 """
 
 import json
