@@ -22,10 +22,12 @@ SETTINGS = {
     "index-url": ("UV_DEFAULT_INDEX", None),
     "extra-index-url": ("UV_INDEX", " "),
     "find-links": ("UV_FIND_LINKS", ","),
+    "trusted-host": ("UV_INSECURE_HOST", " "),
     "timeout": ("UV_HTTP_TIMEOUT", None),
-    "default-timeout": ("UV_HTTP_TIMEOUT", None),
     "cert": ("SSL_CERT_FILE", None),
 }
+# pip's other names for the same option.
+ALIASES = {"default-timeout": "timeout"}
 
 
 def pip_settings(python, environ=None):
@@ -39,7 +41,7 @@ def pip_settings(python, environ=None):
         key, _, value = line.partition("=")
         section, _, option = key.rpartition(".")
         if section.lstrip(":").split(":")[0] in ("global", "install", "env"):
-            settings[option] = ast.literal_eval(value)
+            settings[ALIASES.get(option, option)] = ast.literal_eval(value)
     return settings
 
 
@@ -50,6 +52,7 @@ def constraints(settings):
 
 
 def uv_environment(settings, environ):
+    """`environ` with uv's variables for pip's `settings` added (those it sets already kept)."""
     env = dict(environ)
     for option, value in settings.items():
         if option in SETTINGS:
@@ -57,6 +60,8 @@ def uv_environment(settings, environ):
             if separator:
                 value = separator.join(value.split())
             env.setdefault(name, value)
+    if settings.get("no-index", "").lower() in ("1", "true", "yes", "on"):
+        env.setdefault("UV_NO_INDEX", "1")
     env.setdefault("UV_INDEX_STRATEGY", "unsafe-best-match")
     return env
 

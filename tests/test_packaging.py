@@ -121,16 +121,19 @@ def test_uv_installs_from_where_pip_would(tmp_path):
     conf.write_text("[global]\nindex-url = https://mirror.example/simple\n"
                     "extra-index-url = file:///a/simple\n  file:///b/simple\n"
                     "find-links = /wheels\n  /more-wheels\nconstraint = /etc/c1.txt /etc/c2.txt\n"
-                    "[install]\ntimeout = 30\n")
+                    "trusted-host = a.example b.example\n[install]\ntimeout = 30\n")
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("PIP_", "UV_"))}
-    env.update(PIP_CONFIG_FILE=str(conf), PIP_CERT="/certs.pem")
+    env.update(PIP_CONFIG_FILE=str(conf), PIP_CERT="/certs.pem", PIP_DEFAULT_TIMEOUT="45")
     settings = uv_as_pip.pip_settings(sys.executable, env)
+    assert uv_as_pip.uv_environment(settings, {})["UV_HTTP_TIMEOUT"] == "45"  # PIP_* wins
     uv_env = uv_as_pip.uv_environment(settings, {"UV_HTTP_TIMEOUT": "99"})
     assert uv_env["UV_DEFAULT_INDEX"] == "https://mirror.example/simple"
     assert uv_env["UV_INDEX"] == "file:///a/simple file:///b/simple"
     assert uv_env["UV_FIND_LINKS"] == "/wheels,/more-wheels"
     assert uv_env["SSL_CERT_FILE"] == "/certs.pem"
-    assert uv_env["UV_HTTP_TIMEOUT"] == "99"  # the user's, not pip's 30
+    assert uv_env["UV_INSECURE_HOST"] == "a.example b.example"
+    assert "UV_NO_INDEX" not in uv_env
+    assert uv_env["UV_HTTP_TIMEOUT"] == "99"  # the user's UV_HTTP_TIMEOUT, not pip's
     assert uv_env["UV_INDEX_STRATEGY"] == "unsafe-best-match"
     assert uv_as_pip.constraints(settings) == ["-c", "/etc/c1.txt", "-c", "/etc/c2.txt"]
