@@ -37,8 +37,9 @@ if "$builder" -m zipfile -l "$WHEEL" | grep -q "zoo_benchmarks/"; then
     echo "the wheel ships the measurement lab (zoo_benchmarks/)"; exit 1
 fi
 
-# uv installs each environment, with this machine's pip settings (.ci/uv_as_pip.py): pip took 33-43 s a
-# version (docs/measurements.md, "The test suite"). It runs from an environment of its own.
+# uv installs each environment, with this machine's pip settings (.ci/uv_as_pip.py): 10-12 s a
+# version where pip took 33-43 (docs/measurements.md, "The test suite"). It runs from an
+# environment of its own.
 "$builder" -m venv "$OUT/uv"
 "$OUT/uv/bin/python" -m pip install -q -c constraints.txt uv
 uv() { "$OUT/uv/bin/python" .ci/uv_as_pip.py "$@"; }
