@@ -12,12 +12,12 @@ import os
 import pathlib
 import signal
 import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
 
+from tests import forkserver
 from tests.harness import REPO, wait_for_backup
 from tests.test_storage_faults import fill, tmpfs
 from tests.test_training import final_weights, mrpc
@@ -36,12 +36,12 @@ def command(sample_data, run_dir):
 
 
 def start(args, fault=None, where=None):
-    """`zoo train ARGS` in a fresh process, with `fault` injected at the write `where`
-    (`tests.faults`); stdout and stderr apart."""
+    """`zoo train ARGS` in a process of its own (tests.forkserver), with `fault` injected at
+    the write `where` (`tests.faults`); stdout and stderr apart."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
-    module = ["tests.faults", fault, where, "--"] if fault else ["zoo_cli.main"]
-    return subprocess.Popen([sys.executable, "-m", *module, "train", *args], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    module, *rest = ["tests.faults", fault, where, "--"] if fault else ["zoo_cli.main"]
+    return forkserver.start(module, [*rest, "train", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import zoo
+from tests import forkserver
 from tests.harness import REPO, saved_model_signatures, serve_fresh, shared_run
 from tests.test_signatures_batch import assert_every_input_batches
 from tests.test_training import TINY, mrpc
@@ -379,9 +380,8 @@ def test_a_killed_export_leaves_no_version_and_the_next_one_succeeds(mrpc_export
     run_dir, _ = mrpc_export
     base = tmp_path / "exports"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
-    proc = subprocess.Popen([sys.executable, "-m", "zoo_cli.main", "export", "--run-dir",
-                             str(run_dir), "--out", str(base)], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = forkserver.start("zoo_cli.main", ["export", "--run-dir", run_dir, "--out", base],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
     while not (base.is_dir() and any(n.startswith(".tmp-") for n in os.listdir(base))):
         assert proc.poll() is None and time.time() < deadline, "the export never started"

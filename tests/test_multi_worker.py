@@ -16,13 +16,13 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 
 import keras
 import numpy as np
 import pytest
 
+from tests import forkserver
 from tests.harness import REPO
 from tests.test_training import mrpc
 from zoo.training import backups
@@ -44,8 +44,7 @@ def _ports(n):
 
 
 def _command(sample_data, run_dir, *extra, experiment="bert/glue_mrpc"):
-    args = [sys.executable, "-m", "zoo_cli.main", "train", "--experiment", experiment,
-            "--run-dir", str(run_dir)]
+    args = ["train", "--experiment", experiment, "--run-dir", str(run_dir)]
     for value in (mrpc(sample_data, *SETTINGS, *extra) if experiment == "bert/glue_mrpc"
                   else extra):
         args += ["--set", value]
@@ -60,10 +59,10 @@ def _start_workers(sample_data, run_dir, *extra, experiment="bert/glue_mrpc"):
                                                                 "index": index}}
         env = dict(os.environ, TF_CONFIG=json.dumps(tf_config), TF_CPP_MIN_LOG_LEVEL="3",
                    PYTHONPATH=REPO, KERAS_BACKEND="tensorflow")
-        procs.append(subprocess.Popen(
-            _command(sample_data, run_dir, "train.strategy=multi_worker_mirrored", *extra,
-                     experiment=experiment), cwd=REPO,
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        procs.append(forkserver.start(
+            "zoo_cli.main", _command(sample_data, run_dir, "train.strategy=multi_worker_mirrored",
+                                     *extra, experiment=experiment),
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
     return procs
 
 
@@ -90,7 +89,7 @@ def runs(sample_data, tmp_path_factory):
     root = tmp_path_factory.mktemp("multi_worker")
     outputs = _finish(_start_workers(sample_data, root / "two_workers"))
     # The reference: one process on the same global batch, in this one (no start-up to pay).
-    assert cli(_command(sample_data, root / "one_process")[3:]) == 0
+    assert cli(_command(sample_data, root / "one_process")) == 0
     return root, outputs
 
 

@@ -11,11 +11,11 @@ import shlex
 import signal
 import statistics
 import subprocess
-import sys
 
 import pytest
 import yaml
 
+from tests import forkserver
 from tests.harness import REPO, wait_for_backup
 from zoo import config as config_lib
 from zoo_cli.main import main as cli
@@ -247,11 +247,10 @@ def _reproduce(table, sample_data, run_dir):
     # One vocabulary for both reproductions: tokenizers' BPE trainer breaks count ties in
     # hash-map order, so two learnt vocabularies of the same corpus can differ
     # (huggingface/tokenizers#1794); a reproduction learns its own once and keeps it.
-    return subprocess.Popen(
-        [sys.executable, "-m", "zoo_cli.main", "reproduce", str(table), "--data-root",
-         str(sample_data["root"]), "--run-dir", str(run_dir), "--set",
-         f"model.vocabulary={sample_data['bpe']}"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return forkserver.start(
+        "zoo_cli.main", ["reproduce", table, "--data-root", sample_data["root"], "--run-dir",
+                         run_dir, "--set", f"model.vocabulary={sample_data['bpe']}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
 def _numbers(run_dir):

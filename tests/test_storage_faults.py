@@ -12,11 +12,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
 
+from tests import forkserver
 from zoo.metrics.predictions import write_predictions
 from zoo.storage import StorageError, storage_message, storage_operation, storage_reason
 from zoo_cli.main import main as cli
@@ -51,14 +51,14 @@ def fill(directory, leave=8 * 1024):
 
 
 def zoo(*args, traceback=False):
-    """(exit status, stderr lines) of `python -m zoo_cli.main ARGS` in a fresh process."""
+    """(exit status, stderr lines) of `python -m zoo_cli.main ARGS` in a process of its own
+    (tests.forkserver)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
     env.pop("ZOO_TRACEBACK", None)
     if traceback:
         env["ZOO_TRACEBACK"] = "1"
-    done = subprocess.run([sys.executable, "-m", "zoo_cli.main", *map(str, args)], cwd=REPO,
-                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                          timeout=300)
+    done = forkserver.run("zoo_cli.main", args, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, timeout=300)
     return done.returncode, done.stderr.splitlines()
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import yaml
 
+from tests import forkserver
 from tests.harness import REPO
 from tests.test_optimization import cosine_reference, linear_reference
 from zoo import config as config_lib
@@ -51,12 +52,11 @@ def mrpc(sample_data, *overrides, family="bert"):
         *overrides]
 
 
-def zoo_train(args, **kwargs):
-    """`zoo train ...` in a fresh process (what a user runs)."""
+def zoo_train(args):
+    """`zoo train ...` in a process of its own (tests.forkserver), stderr into stdout."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
-    return subprocess.Popen([sys.executable, "-m", "zoo_cli.main", "train", *args], cwd=REPO,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            **kwargs)
+    return forkserver.start("zoo_cli.main", ["train", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
 def final_weights(run_dir):
