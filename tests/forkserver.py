@@ -2,8 +2,8 @@
 
 The fault tests (crash consistency, multi-worker, storage faults, the run lock, a killed
 export or reproduction) need `zoo` in processes of their own, to kill, signal, starve of disk
-or run side by side: about 35 per suite. Each used to pay TensorFlow's, Keras's and zoo's
-imports, ~4.5 CPU-s of the ~10-20 such a process takes (docs/measurements.md, "The test
+or run side by side: about 30 per suite. Each used to pay TensorFlow's, Keras's and zoo's
+imports, ~5.5 CPU-s of the ~10-20 such a process takes (docs/measurements.md, "The test
 suite"). `start` sends the command instead to this test process's fork server, which has
 done those imports once and forks a child per command. The child is a real process, whose pid
 the test signals and whose exit status it gets as `subprocess.Popen` reports it; it takes the
@@ -14,9 +14,10 @@ TensorFlow's runtime has not started, so no thread pool is forked half-made).
 
 A command whose environment differs from the server's in anything but `RUNTIME` (variables
 read after start-up) runs in a fresh interpreter instead, as do all of them with
-`ZOO_TEST_FORK=0`. The start-up itself (TensorFlow's lines kept off the terminal, where zoo is
-imported from) is checked in fresh processes: `make test-pythons`, tests/test_cli.py,
-tests/test_layout.py.
+`ZOO_TEST_FORK=0`. The start-up itself stays checked in fresh processes: `make test-pythons`
+(TensorFlow's lines kept off the terminal, where zoo is imported from), tests/test_cli.py
+(help and --version without TensorFlow), the `zoo predict` of tests/test_text_classification.py
+and the `zoo data samples` of tests/test_samples.py.
 """
 
 import atexit
