@@ -40,17 +40,18 @@ PRELOAD = ("tensorflow", "keras", "zoo", "zoo_tasks", "zoo_tasks.runs", "zoo_cli
            "zoo_cli.data", "zoo.training.preemption", "tests.faults")
 # Environment variables read after start-up, which may differ from the server's: the cluster
 # of a multi-worker run, the traceback switch, the temporary folder (the child forgets the
-# server's) and pytest's current test.
-RUNTIME = {"TF_CONFIG", "ZOO_TRACEBACK", "TMPDIR", "PYTEST_CURRENT_TEST"}
+# server's), pytest's current test and this module's own switch.
+RUNTIME = {"TF_CONFIG", "ZOO_TRACEBACK", "TMPDIR", "PYTEST_CURRENT_TEST", "ZOO_TEST_FORK"}
 # The environment of every `zoo` process the tests start (besides `RUNTIME` variables).
 BASE_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": REPO, "KERAS_BACKEND": "tensorflow"}
 
 
 # --- The server (`python -m tests.forkserver SOCKET`) ---
 
-def _serve(path):
+def _serve(path, imported):
     """Accept commands on the unix socket `path` until stdin closes. Returns only in a forked
-    child, with the child's command."""
+    child, with the child's command. `imported`: the variables the imports set, told to the
+    test process with "ready"."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(path)
     listener.listen(64)
@@ -59,7 +60,7 @@ def _serve(path):
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a child's exit wakes the select
     children = {}  # pid -> the connection its exit status goes back on
-    print("ready", flush=True)
+    print("ready", json.dumps(imported), flush=True)
     while True:
         ready, _, _ = select.select([listener, wake_r, sys.stdin], [], [])
         if sys.stdin in ready and not os.read(sys.stdin.fileno(), 1024):
@@ -117,6 +118,7 @@ def _reply(conn, message):
 
 
 def _main(path):
+    before = dict(os.environ)
     # TensorFlow's start-up lines (written before its logging starts) go to a file, not to the
     # test's stderr; the children get their own streams.
     saved = os.dup(2)
@@ -132,13 +134,17 @@ def _main(path):
 
     if context.context()._context_handle is not None:
         raise SystemExit("forkserver: TensorFlow's runtime started during the imports")
-    command = _serve(path)
+    # What the imports set (TensorFlow: TF2_BEHAVIOR, TPU_ML_PLATFORM, KMP_* ...): a fresh
+    # process's imports set them too, whatever the test process had imported.
+    imported = {k: v for k, v in os.environ.items() if before.get(k) != v}
+    command = _serve(path, imported)
     if command is None:
         return
-    # The child: `python -m MODULE ARGS` in the command's folder and environment.
+    # The child: `python -m MODULE ARGS` in the command's folder and environment, with what
+    # its imports would have set.
     os.chdir(command["cwd"])
     os.environ.clear()
-    os.environ.update(command["env"])
+    os.environ.update({**command["env"], **imported})
     tempfile.tempdir = None
     sys.argv = [command["module"], *command["args"]]
     # Run as `python -m` runs it: a module of its own named __main__ (imported here it is in
@@ -149,39 +155,45 @@ def _main(path):
 
 # --- The test side ---
 
-_SERVER = {}
-# Commands forked and started fresh in this test process, and the CPU seconds of the forked
-# ones that have ended (not in this process's `os.times`: they are the server's children).
-STATS = {"forked": 0, "fresh": 0, "cpu": 0.0}
+_SERVER = {}  # this test process's current fork server: proc, path, env, imported
+# Commands forked and started fresh in this test process, servers started, and the CPU
+# seconds of the forked commands that have ended (not in this process's `os.times`: they are
+# the server's children).
+STATS = {"forked": 0, "fresh": 0, "servers": 0, "cpu": 0.0}
 
 
-def _server_env():
-    return {**os.environ, **BASE_ENV}
-
-
-def _differs(env, server_env):
-    keys = (set(env) | set(server_env)) - RUNTIME
+def _differs(env, server_env, imported):
+    """The variables, besides `RUNTIME` ones and those the server's imports set, in which
+    `env` differs from the server's."""
+    keys = (set(env) | set(server_env)) - RUNTIME - set(imported)
     return sorted(k for k in keys if env.get(k) != server_env.get(k))
 
 
 def _server():
-    """This test process's fork server, started on first use (None if it could not start)."""
-    proc = _SERVER.get("proc")
-    if proc is not None and proc.poll() is None:
-        return _SERVER
-    if proc is not None:
-        return None  # it died: every later command starts fresh
+    """This test process's fork server for its environment now (plus `BASE_ENV`), started on
+    first use and again when the environment has changed (a library imported since has set a
+    variable: sentence-transformers sets TORCHINDUCTOR_CACHE_DIR, say); an earlier server
+    stays up for the commands it started. None if one died or could not start: every later
+    command then starts fresh."""
+    env = {**os.environ, **BASE_ENV}
+    if _SERVER:
+        if _SERVER["proc"].poll() is not None:
+            return None
+        if not _differs(env, _SERVER["env"], _SERVER["imported"]):
+            return _SERVER
     folder = tempfile.mkdtemp(prefix="forkserver_")
     path = os.path.join(folder, "socket")
-    env = _server_env()
     proc = subprocess.Popen([sys.executable, "-m", "tests.forkserver", path], cwd=REPO, env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    ready = proc.stdout.readline().split(" ", 1)
+    atexit.register(lambda: proc.poll() is None and (proc.stdin.close(), proc.wait()))
     _SERVER.update(proc=proc, path=path, env=env)
-    if proc.stdout.readline().strip() != "ready":
+    if ready[0] != "ready":
         proc.kill()
         proc.wait()
         return None
-    atexit.register(lambda: proc.poll() is None and (proc.stdin.close(), proc.wait()))
+    _SERVER["imported"] = json.loads(ready[1])
+    STATS["servers"] += 1
     return _SERVER
 
 
@@ -281,7 +293,7 @@ def start(module, args, env=None, cwd=REPO, stdout=None, stderr=None):
     env = {**BASE_ENV, **(os.environ if env is None else env)}
     args = [str(a) for a in args]
     server = _server() if os.environ.get("ZOO_TEST_FORK", "1") != "0" else None
-    if server is None or _differs(env, server["env"]):
+    if server is None or _differs(env, server["env"], server["imported"]):
         STATS["fresh"] += 1
         return subprocess.Popen([sys.executable, "-m", module, *args], cwd=cwd, env=env,
                                 stdout=stdout, stderr=stderr, text=True)

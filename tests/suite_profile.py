@@ -98,6 +98,8 @@ def pytest_sessionfinish(session):
     for nodeid, lines in clock.asserts.items():
         clock.write({"kind": "asserts", "id": nodeid, "n": sum(lines.values()),
                      "lines": sorted(lines)})
+    if forkserver.STATS["forked"] or forkserver.STATS["fresh"]:
+        clock.write({"kind": "forkserver", **forkserver.STATS})
 
 
 def pytest_runtest_logreport(report):
@@ -175,6 +177,10 @@ def report(folder, top=40):
     total_wall = sum(v[0] for v in files.values())
     total_cpu = sum(v[1] for v in files.values())
     print(f"all tests: {total_wall:.0f} s wall, {total_cpu:.0f} CPU-s, {len(tests)} tests")
+    forks = [r for r in records if r["kind"] == "forkserver"]
+    if forks:  # tests.forkserver's commands, all test processes together
+        print("zoo commands (tests.forkserver): " + ", ".join(
+            f"{sum(r[key] for r in forks):.0f} {key}" for key in ("forked", "fresh", "servers")))
     print("\n| file | tests | wall s | CPU-s |\n|---|---|---|---|")
     for path, (w, c, n) in sorted(files.items(), key=lambda kv: -kv[1][1])[:top]:
         print(f"| {path} | {n} | {w:.0f} | {c:.0f} |")

@@ -32,6 +32,7 @@ def test_a_forked_command_has_its_own_pid_streams_folder_and_runtime_environment
     assert seen["cwd"] == str(tmp_path) and seen["tf_config"] == '{"task": 1}'
     assert seen["tmp"] == str(tmp_path)  # not the server's temporary folder
     assert seen["modules"]  # forked after TensorFlow's import: what the server saves
+    assert seen["tf2_behavior"] == "1"  # what TensorFlow's import sets, as in a fresh process
 
 
 def test_exit_statuses_are_popens_signals_included():
@@ -58,3 +59,15 @@ def test_an_environment_read_at_start_up_gets_a_fresh_interpreter():
     assert isinstance(fresh, subprocess.Popen)
     out, _ = fresh.communicate(timeout=120)
     assert fresh.returncode == 0 and not json.loads(out)["modules"]
+
+
+def test_a_variable_set_since_the_server_started_gets_a_new_server(monkeypatch):
+    forkserver.run("tests.fork_probe", ["exit:0"], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=60)
+    servers = forkserver.STATS["servers"]
+    # As a library imported later sets one (sentence-transformers: TORCHINDUCTOR_CACHE_DIR).
+    monkeypatch.setenv("ZOO_PROBE_SET_LATER", "1")
+    proc = _probe("exit:0", stderr=subprocess.DEVNULL)
+    assert isinstance(proc, forkserver.Forked), forkserver.STATS
+    assert proc.communicate(timeout=60)[0] and proc.returncode == 0
+    assert forkserver.STATS["servers"] == servers + 1
