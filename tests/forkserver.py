@@ -2,7 +2,7 @@
 
 The fault tests (crash consistency, multi-worker, storage faults, the run lock, a killed
 export or reproduction) need `zoo` in processes of their own, to kill, signal, starve of disk
-or run side by side: about 30 per suite. Each used to pay TensorFlow's, Keras's and zoo's
+or run side by side: about 40 per suite. Each used to pay TensorFlow's, Keras's and zoo's
 imports, ~5.5 CPU-s of the ~10-20 such a process takes (docs/measurements.md, "The test
 suite"). `start` sends the command instead to this test process's fork server, which has
 done those imports once and forks a child per command. The child is a real process, whose pid
@@ -13,11 +13,12 @@ imported modules (imports have no side effects zoo relies on: the server checks 
 TensorFlow's runtime has not started, so no thread pool is forked half-made).
 
 A command whose environment differs from the server's in anything but `RUNTIME` (variables
-read after start-up) runs in a fresh interpreter instead, as do all of them with
-`ZOO_TEST_FORK=0`. The start-up itself stays checked in fresh processes: `make test-pythons`
-(TensorFlow's lines kept off the terminal, where zoo is imported from), tests/test_cli.py
-(help and --version without TensorFlow), the `zoo predict` of tests/test_text_classification.py
-and the `zoo data samples` of tests/test_samples.py.
+read after start-up) and what the server's imports set runs in a fresh interpreter instead, as
+do all of them with `ZOO_TEST_FORK=0`; where the test process's own environment has changed
+since the server started, a new server is started. The start-up itself stays checked in
+fresh processes: `make test-pythons` (TensorFlow's lines kept off the terminal, where zoo is
+imported from), tests/test_cli.py (help and --version without TensorFlow), the `zoo predict`
+of tests/test_text_classification.py and the `zoo data samples` of tests/test_samples.py.
 """
 
 import atexit
