@@ -8,6 +8,7 @@ contexts get two windows.
 """
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -27,6 +28,13 @@ from zoo_tasks.runs import train as train_run
 # 34.8 at seed 0 (limits 30 and 33.2); batch 16 for 6 epochs (as many steps as now, half the
 # windows) v1.1 F1 28.3 / 27.9 and v2.0 best_f1 33.5 / 32.5 at seeds 0 / 1.
 EPOCHS = 12
+# CI trains SQuAD in one version, 2.0: its questions with an answer teach the same model, head,
+# windows and loss as 1.1's, and its unanswerable ones the null answer and the threshold
+# search on top. 1.1's pipeline still trains, exports, serves and is scored by the official
+# rules in CI (tests/test_span_qa_export.py). ZOO_ALL_STYLES=1 trains and checks 1.1 here too
+# (~50 CPU-s; docs/measurements.md, "The test suite").
+ALL_STYLES = os.environ.get("ZOO_ALL_STYLES") == "1"
+TRAINED = ("squad_v1", "squad_v2") if ALL_STYLES else ("squad_v2",)
 
 
 def overrides(sample_data, *extra, sizes=WIDE):
@@ -42,7 +50,7 @@ def overrides(sample_data, *extra, sizes=WIDE):
 def runs(sample_data, tmp_path_factory):
     """One trained run directory per task, and its training metrics."""
     out = {}
-    for task in ("squad_v1", "squad_v2"):
+    for task in TRAINED:
         run_dir = tmp_path_factory.mktemp(task) / "run"
         config = config_lib.resolve(f"bert/{task}", overrides(sample_data))
         out[task] = (run_dir, train_run(config, str(run_dir)))
@@ -64,6 +72,9 @@ def empty_answer_f1(path):
 # === Training ===
 
 
+@pytest.mark.skipif(not ALL_STYLES, reason=(
+    "reduced form: CI trains SQuAD 2.0 (1.1's pipeline trains and serves in "
+    "test_span_qa_export); ZOO_ALL_STYLES=1 trains 1.1 too"))
 def test_squad_v1_trains_far_above_the_empty_answer(sample_data, runs):
     baseline = empty_answer_f1(gold_file(sample_data, "squad_v1"))
     assert baseline == 0.0
@@ -89,7 +100,7 @@ def test_zoo_score_reproduces_zoo_evaluate(sample_data, runs, capsys):
     from zoo_cli.main import main
 
     capsys.readouterr()  # the training runs' output
-    for task in ("squad_v1", "squad_v2"):
+    for task in TRAINED:
         run_dir, trained = runs[task]
         assert main(["evaluate", "--run-dir", str(run_dir)]) == 0
         evaluated = json.loads(capsys.readouterr().out.splitlines()[0])
@@ -110,11 +121,12 @@ def test_zoo_score_reproduces_zoo_evaluate(sample_data, runs, capsys):
         scored = json.loads(capsys.readouterr().out)
         assert scored.pop("task") == task
         assert scored == {k: v for k, v in evaluated.items() if k != "tau"}
-    # --na-prob is a SQuAD 2.0 option: refused for the others, with the reason.
-    v1_dir = runs["squad_v1"][0] / "predictions"
+    # --na-prob is a SQuAD 2.0 option: refused for the others, with the reason (before
+    # anything is scored: a 2.0 run's files serve).
+    v2_dir = runs["squad_v2"][0] / "predictions"
     assert main(["score", "squad_v1", "--gold", str(gold_file(sample_data, "squad_v1")),
-                 "--predictions", str(v1_dir / "dev.json"), "--na-prob",
-                 str(v1_dir / "dev.json")]) == 1
+                 "--predictions", str(v2_dir / "dev.json"), "--na-prob",
+                 str(v2_dir / "dev_na_prob.json")]) == 1
     assert "--na-prob is for squad_v2" in capsys.readouterr().err
 
 
