@@ -99,6 +99,10 @@ SLOW = {
     _T + "test_multi_worker.py::test_pretraining_builds_one_input_pipeline_per_worker":
         "two MultiWorkerMirroredStrategy worker processes pretrain, each TensorFlow start-up "
         "paid again",
+    _T + "test_export.py::test_a_run_trained_on_another_backend_exports_and_answers_like_its_"
+         "evaluation[torch]":
+        "trains and evaluates a run in a torch process, then exports it and serves every dev "
+        "example in the serving process",
     _T + "test_export.py::test_the_lstm_of_gpt1_table5_pretrains_fine_tunes_and_serves":
         "pretrains GPT-1 Table 5's LSTM, fine-tunes it, exports it and serves it in a fresh "
         "process",
