@@ -56,9 +56,10 @@ test-benchmark: $(VENV)/.installed-test
 	$(PY) -m pytest -n 2 --dist loadgroup -q --durations=5 tests/test_benchmark.py
 
 # The built wheel on Python 3.11, 3.12 and 3.13, each in a fresh environment with the tested
-# dependency set, and a smoke run (demo, train, export, predict): .ci/pythons.sh. It needs no
-# .venv (the first Python builds the wheel): CI runs it beside `make install-test` and `make
-# test`; PYTHONS="3.13" make test-pythons checks one version.
+# dependency set, and a smoke run (demo, train, export, predict) on each but `make test`'s own
+# 3.11 (TESTED): .ci/pythons.sh. It needs no .venv (the first Python builds the wheel): CI runs
+# it beside `make install-test` and `make test`; PYTHONS="3.13" make test-pythons checks one
+# version, `TESTED= make test-pythons` smoke-runs all three.
 test-pythons:
 	bash .ci/pythons.sh
 
