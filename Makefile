@@ -2,6 +2,7 @@
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
+WORKERS ?= 2
 export TF_CPP_MIN_LOG_LEVEL := 3
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
@@ -32,12 +33,14 @@ install-test: $(VENV)/.installed-test
 demo: $(VENV)/.installed
 	$(VENV)/bin/zoo demo
 
-# Three workers on two cores: each runs TensorFlow on one thread (tests/conftest.py), and a third
-# fills the time the others spend starting processes and waiting on them (docs/measurements.md,
-# "The test suite"). Each file runs in one worker (its module fixtures are trained
-# once), the longest files first (tests/conftest.py, LONGEST_FIRST), in that order.
-# tests/test_benchmark.py (`zoo benchmark all --tiny`: every library in its own processes, ~6
-# minutes of CPU) is not part of it: `make test-benchmark`, which CI runs after `make test`.
+# Two workers on two cores (WORKERS): each runs TensorFlow on one thread (tests/conftest.py).
+# CI runs `make test-benchmark` beside `make test` (.ci/run), which fills the time a worker
+# spends starting processes and waiting on them; a third worker then only added contention:
+# the same tests took 1,974 CPU-s and 1,309 s of pytest with two, 2,049 and 1,395 s with three
+# (docs/measurements.md, "The test suite"). Each file runs in one worker (its module fixtures
+# are trained once), the longest files first (tests/conftest.py, LONGEST_FIRST), in that order.
+# tests/test_benchmark.py (`zoo benchmark all --tiny`: every library in its own processes, ~5
+# minutes of CPU) is not part of it: `make test-benchmark`.
 # Each test's and fixture's time goes to build/test-profile (tests/suite_profile.py:
 # `$(PY) -m tests.suite_profile build/test-profile` groups them); the run ends with its time
 # against its budget (tests/budget.py). The asserts that pass are counted only when asked
@@ -45,7 +48,7 @@ demo: $(VENV)/.installed
 # explains every passing assert, which cost test_pretraining's loops ~100 CPU-s.
 test: lint
 	rm -rf build/test-profile
-	ZOO_TEST_PROFILE=build/test-profile $(PY) -m pytest -n 3 --dist loadfile \
+	ZOO_TEST_PROFILE=build/test-profile $(PY) -m pytest -n $(WORKERS) --dist loadfile \
 		--no-loadscope-reorder -q --durations=15 --ignore=tests/test_benchmark.py
 
 # The measurement lab's checks (zoo_benchmarks/, tests/test_benchmark.py): `zoo benchmark all

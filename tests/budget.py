@@ -6,7 +6,8 @@ that every test over SLOW_S in tests/durations.json, the last measured run, has 
 BUDGET_S = 900
 # A test (set-up, call and teardown together) over this many seconds needs a reason in SLOW.
 SLOW_S = 60
-# nodeid -> why it needs over a minute (wall clock under `make test`: 3 workers on 2 cores).
+# nodeid -> why it needs over a minute (wall clock under `make test`: 2 workers on 2 cores,
+# `make test-benchmark` beside them in CI).
 _T = "tests/"
 SLOW = {
     _T + "test_span_qa.py::test_squad_v2_trains_and_tunes_the_null_threshold":
