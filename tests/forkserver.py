@@ -15,19 +15,10 @@ TensorFlow's runtime has not started, so no thread pool is forked half-made).
 A command whose environment differs from the server's in anything but `RUNTIME` (variables
 read after start-up) and what the server's imports set runs in a fresh interpreter instead, as
 do all of them with `ZOO_TEST_FORK=0`; where the test process's own environment has changed
-since the server started, a new server is started.
-
-The same goes for the functions the tests run under JAX and PyTorch (`tests.harness.
-run_in_backend`, ~13 processes a suite, each paying the backend's, Keras's and zoo's imports:
-5.6 CPU-s on JAX, 8 on PyTorch): a server per backend (`PRELOAD`'s keys, KERAS_BACKEND) forks
-them. A server checks that its backend's runtime has not started (TensorFlow's context, JAX's
-devices), so no thread pool or device client is forked half-made; one that finds it started
-exits, and its commands start fresh. A JAX run that sets XLA_FLAGS (devices) starts fresh.
-
-The start-up itself stays checked in fresh processes: `make test-pythons` (TensorFlow's
-lines kept off the terminal, where zoo is imported from), tests/test_cli.py (help and
---version without TensorFlow), the `zoo predict` of tests/test_text_classification.py and the
-`zoo data samples` of tests/test_samples.py.
+since the server started, a new server is started. The start-up itself stays checked in
+fresh processes: `make test-pythons` (TensorFlow's lines kept off the terminal, where zoo is
+imported from), tests/test_cli.py (help and --version without TensorFlow), the `zoo predict`
+of tests/test_text_classification.py and the `zoo data samples` of tests/test_samples.py.
 """
 
 import atexit
@@ -43,17 +34,11 @@ import tempfile
 import threading
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# What a server imports before it forks, by its KERAS_BACKEND. TensorFlow: what `zoo train`,
-# `zoo export`, `zoo predict`, `zoo reproduce` and `zoo data` load (zoo_cli/main.py imports
-# TensorFlow, then the command). JAX and PyTorch: the backend, Keras on it and zoo, what every
-# function of `tests.harness.run_in_backend` loads before its own test module.
-PRELOAD = {
-    "tensorflow": ("tensorflow", "keras", "zoo", "zoo_tasks", "zoo_tasks.runs", "zoo_cli.main",
-                   "zoo_cli.train", "zoo_cli.export", "zoo_cli.predict", "zoo_cli.reproduce",
-                   "zoo_cli.data", "zoo.training.preemption", "tests.faults"),
-    "jax": ("jax", "keras", "zoo", "tests.harness"),
-    "torch": ("torch", "keras", "zoo", "tests.harness"),
-}
+# What the server imports before it forks: what `zoo train`, `zoo export`, `zoo predict`,
+# `zoo reproduce` and `zoo data` load (zoo_cli/main.py imports TensorFlow, then the command).
+PRELOAD = ("tensorflow", "keras", "zoo", "zoo_tasks", "zoo_tasks.runs", "zoo_cli.main",
+           "zoo_cli.train", "zoo_cli.export", "zoo_cli.predict", "zoo_cli.reproduce",
+           "zoo_cli.data", "zoo.training.preemption", "tests.faults")
 # Environment variables read after start-up, which may differ from the server's: the cluster
 # of a multi-worker run, the traceback switch, the temporary folder (the child forgets the
 # server's), pytest's current test and this module's own switch.
@@ -141,12 +126,15 @@ def _main(path):
     with open(path + ".imports.txt", "w") as log:
         os.dup2(log.fileno(), 2)
         try:
-            for module in PRELOAD[os.environ["KERAS_BACKEND"]]:
+            for module in PRELOAD:
                 __import__(module)
         finally:
             os.dup2(saved, 2)
             os.close(saved)
-    _check_not_started()
+    from tensorflow.python.eager import context
+
+    if context.context()._context_handle is not None:
+        raise SystemExit("forkserver: TensorFlow's runtime started during the imports")
     # What the imports set (TensorFlow: TF2_BEHAVIOR, TPU_ML_PLATFORM, KMP_* ...): a fresh
     # process's imports set them too, whatever the test process had imported.
     imported = {k: v for k, v in os.environ.items() if before.get(k) != v}
@@ -166,23 +154,9 @@ def _main(path):
     runpy.run_module(command["module"], run_name="__main__", alter_sys=True)
 
 
-def _check_not_started():
-    """Exit where the imports started a runtime that a fork would copy half-made."""
-    if "tensorflow" in sys.modules:
-        from tensorflow.python.eager import context
-
-        if context.context()._context_handle is not None:
-            raise SystemExit("forkserver: TensorFlow's runtime started during the imports")
-    if "jax" in sys.modules:
-        from jax._src import xla_bridge
-
-        if xla_bridge._backends:
-            raise SystemExit("forkserver: JAX's devices were set up during the imports")
-
-
 # --- The test side ---
 
-_SERVERS = {}  # this test process's current fork server by backend: proc, path, env, imported
+_SERVER = {}  # this test process's current fork server: proc, path, env, imported
 # Commands forked and started fresh in this test process, servers started, and the CPU
 # seconds of the forked commands that have ended (not in this process's `os.times`: they are
 # the server's children).
@@ -196,33 +170,32 @@ def _differs(env, server_env, imported):
     return sorted(k for k in keys if env.get(k) != server_env.get(k))
 
 
-def _server(backend):
-    """This test process's fork server for `backend` and its environment now (plus
-    `BASE_ENV`), started on first use and again when the environment has changed (a library
-    imported since has set a variable: sentence-transformers sets TORCHINDUCTOR_CACHE_DIR,
-    say); an earlier server stays up for the commands it started. None if one died or could
-    not start: every later command on that backend then starts fresh."""
-    env = {**os.environ, **BASE_ENV, "KERAS_BACKEND": backend}
-    server = _SERVERS.setdefault(backend, {})
-    if server:
-        if server["proc"].poll() is not None:
+def _server():
+    """This test process's fork server for its environment now (plus `BASE_ENV`), started on
+    first use and again when the environment has changed (a library imported since has set a
+    variable: sentence-transformers sets TORCHINDUCTOR_CACHE_DIR, say); an earlier server
+    stays up for the commands it started. None if one died or could not start: every later
+    command then starts fresh."""
+    env = {**os.environ, **BASE_ENV}
+    if _SERVER:
+        if _SERVER["proc"].poll() is not None:
             return None
-        if not _differs(env, server["env"], server["imported"]):
-            return server
+        if not _differs(env, _SERVER["env"], _SERVER["imported"]):
+            return _SERVER
     folder = tempfile.mkdtemp(prefix="forkserver_")
     path = os.path.join(folder, "socket")
     proc = subprocess.Popen([sys.executable, "-m", "tests.forkserver", path], cwd=REPO, env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     ready = proc.stdout.readline().split(" ", 1)
     atexit.register(lambda: proc.poll() is None and (proc.stdin.close(), proc.wait()))
-    server.update(proc=proc, path=path, env=env)
+    _SERVER.update(proc=proc, path=path, env=env)
     if ready[0] != "ready":
         proc.kill()
         proc.wait()
         return None
-    server["imported"] = json.loads(ready[1])
+    _SERVER["imported"] = json.loads(ready[1])
     STATS["servers"] += 1
-    return server
+    return _SERVER
 
 
 class Forked:
@@ -320,8 +293,7 @@ def start(module, args, env=None, cwd=REPO, stdout=None, stderr=None):
     or with `ZOO_TEST_FORK=0`."""
     env = {**BASE_ENV, **(os.environ if env is None else env)}
     args = [str(a) for a in args]
-    server = _server(env["KERAS_BACKEND"]) if env["KERAS_BACKEND"] in PRELOAD and \
-        os.environ.get("ZOO_TEST_FORK", "1") != "0" else None
+    server = _server() if os.environ.get("ZOO_TEST_FORK", "1") != "0" else None
     if server is None or _differs(env, server["env"], server["imported"]):
         STATS["fresh"] += 1
         return subprocess.Popen([sys.executable, "-m", module, *args], cwd=cwd, env=env,

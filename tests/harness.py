@@ -64,22 +64,18 @@ def wait_for_backup(proc, backup_dir, step, timeout):
 
 
 def run_in_backend(backend, function, *args, timeout=900, env=None):
-    """Run `module:function(*args)` under `backend` in a process of its own; return its dict
-    of arrays.
+    """Run `module:function(*args)` under `backend` in a fresh process; return its dict of arrays.
 
-    The process is forked from the backend's server (`tests.forkserver`), which has imported
-    the backend, Keras and zoo once; `env` adds variables to its environment (XLA_FLAGS for
-    JAX devices, which a fresh interpreter then reads at its start).
+    `env` adds variables to the process's environment (e.g. XLA_FLAGS for JAX devices).
     """
-    from tests import forkserver
-
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.npz")
-        path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
         env = dict(os.environ, **(env or {}), KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
-                   PYTHONPATH=path)
-        proc = forkserver.run("tests.harness", [out, function, *args], env=env, cwd=REPO,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+                   PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        proc = subprocess.run(
+            [sys.executable, "-m", "tests.harness", out, function, *map(str, args)],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
+        )
         if proc.returncode:
             raise AssertionError(
                 f"{function} failed under KERAS_BACKEND={backend}:\n{proc.stderr[-4000:]}"

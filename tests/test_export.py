@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import keras
@@ -20,7 +21,7 @@ import pytest
 
 import zoo
 from tests import forkserver
-from tests.harness import REPO, run_in_backend, saved_model_signatures, serve_fresh, shared_run
+from tests.harness import REPO, saved_model_signatures, serve_fresh, shared_run
 from tests.test_signatures_batch import assert_every_input_batches
 from tests.test_training import TINY, mrpc
 from zoo import config as config_lib
@@ -306,17 +307,24 @@ def test_a_mixed_precision_run_exports_with_its_policy(sample_data, tmp_path):
     assert saved_model_signatures(path)["serving_default"][0] == {"sentence1"}
 
 
-def zoo_commands(commands):
-    """`zoo COMMAND...` for each command of the JSON list `commands` in turn, in this process
-    (`tests.harness.run_in_backend`: one start-up of the backend); fails at the first
-    non-zero exit."""
-    for command in json.loads(commands):
-        assert cli(command) == 0, command
-    return {}
+# `zoo COMMAND...` for each command in turn, in one process (one start-up of the backend);
+# the exit code is the first non-zero one.
+_ZOO_COMMANDS = """
+import json, sys
+from zoo_cli.main import main
+for command in json.loads(sys.argv[1]):
+    code = main(command)
+    if code:
+        sys.exit(code)
+"""
 
 
 def _on_backend(backend, *commands):
-    run_in_backend(backend, "tests.test_export:zoo_commands", json.dumps(commands))
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
+    proc = subprocess.run([sys.executable, "-c", _ZOO_COMMANDS, json.dumps(commands)],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return proc.stdout
 
 
 @pytest.mark.parametrize("backend", [

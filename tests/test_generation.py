@@ -9,6 +9,9 @@ softmax), retracing, and the three backends.
 """
 
 import json
+import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -17,7 +20,6 @@ import scipy.special
 import scipy.stats
 
 import zoo
-from tests.harness import run_in_backend
 from zoo import generation
 from zoo.generation import CachedLM, Generator, sampling
 
@@ -296,19 +298,22 @@ def test_text_streams_as_it_returns_and_stop_strings_stop(text_model):
     assert both[0].endswith(text) and both[1] == ""
 
 
-def generate_on_backend(path, prompts):
-    """What `Generator` generates from the saved model at `path` for the JSON list `prompts`,
-    on this process's backend (`tests.harness.run_in_backend`): JSON, in a 0-d array."""
-    generator = Generator(keras.saving.load_model(path))
-    prompts = json.loads(prompts)
-    out = {"greedy": generator.generate(prompts, max_new_tokens=8),
-           "sample": generator.generate(prompts, max_new_tokens=8, top_p=0.9, temperature=0.8,
-                                        seed=5),
-           "beams": generator.generate(prompts[0], max_new_tokens=6, num_beams=3)}
-    traces = generator.traces
-    generator.generate(prompts, max_new_tokens=8)
-    out["retraced"] = generator.traces - traces
-    return {"json": np.array(json.dumps(out))}
+BACKEND_SCRIPT = """
+import json, sys
+import keras, numpy as np
+from zoo.generation import Generator
+model = keras.saving.load_model(sys.argv[1])
+generator = Generator(model)
+prompts = json.loads(sys.argv[2])
+out = {"greedy": generator.generate(prompts, max_new_tokens=8),
+       "sample": generator.generate(prompts, max_new_tokens=8, top_p=0.9, temperature=0.8,
+                                    seed=5),
+       "beams": generator.generate(prompts[0], max_new_tokens=6, num_beams=3)}
+traces = generator.traces
+generator.generate(prompts, max_new_tokens=8)
+out["retraced"] = generator.traces - traces
+print("RESULT", json.dumps(out))
+"""
 
 
 @pytest.fixture(scope="module")
@@ -329,6 +334,9 @@ def on_tensorflow(pair, tmp_path_factory):
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_jax_and_pytorch_generate_what_tensorflow_does(on_tensorflow, backend):
     path, expected = on_tensorflow
-    out = run_in_backend(backend, "tests.test_generation:generate_on_backend", path,
-                         json.dumps(PROMPTS), timeout=300)
-    assert json.loads(str(out["json"])) == expected
+    env = dict(os.environ, KERAS_BACKEND=backend)
+    out = subprocess.run([sys.executable, "-c", BACKEND_SCRIPT, str(path), json.dumps(PROMPTS)],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.split("RESULT ", 1)[1])
+    assert result == expected
