@@ -35,10 +35,11 @@ demo: $(VENV)/.installed
 
 # Two workers on two cores (WORKERS): each runs TensorFlow on one thread (tests/conftest.py).
 # CI runs `make test-benchmark` beside `make test` (.ci/run), which fills the time a worker
-# spends starting processes and waiting on them, so a third worker only adds contention: the
-# same tests took 1,309-1,406 s of pytest on two in three CIs, 1,395-1,407 s on three in two,
-# within the noise of single CIs (docs/measurements.md, "The test suite"). Each file runs in one worker (its module fixtures
-# are trained once), the longest files first (tests/conftest.py, LONGEST_FIRST), in that order.
+# spends starting processes and waiting on them, so a third worker finds no idle core to fill:
+# the same tests took 1,309-1,406 s of pytest on two in three CIs, 1,395-1,407 s on three in
+# two, within the noise of single CIs (docs/measurements.md, "The test suite"). Each file runs
+# in one worker (its module fixtures are trained once), the longest files first
+# (tests/conftest.py, LONGEST_FIRST), in that order.
 # tests/test_benchmark.py (`zoo benchmark all --tiny`: every library in its own processes, ~5
 # minutes of CPU) is not part of it: `make test-benchmark`.
 # Each test's and fixture's time goes to build/test-profile (tests/suite_profile.py:
