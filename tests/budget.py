@@ -104,6 +104,10 @@ SLOW = {
          "evaluation[torch]":
         "trains and evaluates a run in a torch process, then exports it and serves every dev "
         "example in the serving process",
+    _T + "test_export.py::test_gpt1_similarity_regression_exports_a_score":
+        "trains GPT-1 on STS-B (both sentence orders), exports it and serves the dev set in "
+        "the serving process; 17 CPU-s, over a minute as one of the first tests, beside the "
+        "benchmark and test-pythons",
     _T + "test_export.py::test_the_lstm_of_gpt1_table5_pretrains_fine_tunes_and_serves":
         "pretrains GPT-1 Table 5's LSTM, fine-tunes it, exports it and serves it in a fresh "
         "process",
